@@ -1,0 +1,52 @@
+"""List what this plugin registered in fairseq's registries.
+
+``segatron-components`` (or ``python -m segatron_fairseq.components``) imports
+the plugin the way ``--user-dir`` does and prints every task, model,
+architecture and criterion whose implementation lives in this package.
+"""
+import argparse
+import os
+from typing import Dict, List
+
+from fairseq import utils
+from fairseq.criterions import CRITERION_REGISTRY
+from fairseq.models import ARCH_CONFIG_REGISTRY, ARCH_MODEL_REGISTRY, MODEL_REGISTRY
+from fairseq.tasks import TASK_REGISTRY
+
+PLUGIN_DIR = os.path.dirname(os.path.abspath(__file__))
+PLUGIN_MODULE = os.path.basename(PLUGIN_DIR)
+
+
+def _from_plugin(obj) -> bool:
+    return getattr(obj, "__module__", "").split(".")[0] == PLUGIN_MODULE
+
+
+def plugin_components() -> Dict[str, List[str]]:
+    """Import the plugin through fairseq's --user-dir mechanism and return the
+    names it registered, per registry."""
+    utils.import_user_module(argparse.Namespace(user_dir=PLUGIN_DIR))
+    architectures = [
+        f"{arch} ({ARCH_MODEL_REGISTRY[arch].__name__})"
+        for arch, fn in ARCH_CONFIG_REGISTRY.items()
+        if _from_plugin(fn) or _from_plugin(ARCH_MODEL_REGISTRY[arch])
+    ]
+    return {
+        "tasks": sorted(n for n, c in TASK_REGISTRY.items() if _from_plugin(c)),
+        "models": sorted(n for n, c in MODEL_REGISTRY.items() if _from_plugin(c)),
+        "architectures": sorted(architectures),
+        "criterions": sorted(n for n, c in CRITERION_REGISTRY.items() if _from_plugin(c)),
+    }
+
+
+def cli_main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.parse_args()
+    print(f"fairseq plugin {PLUGIN_MODULE} ({PLUGIN_DIR}) registers:")
+    for kind, names in plugin_components().items():
+        print(f"  {kind} ({len(names)}):")
+        for name in names or ["(none)"]:
+            print(f"    {name}")
+
+
+if __name__ == "__main__":
+    cli_main()

@@ -1,0 +1,30 @@
+"""segatron-fairseq: segment-aware Transformers as a fairseq plugin.
+
+Install with ``bash scripts/install.sh``: fairseq 0.12.2 needs a patched source
+build on Python 3.11 (see README.md), so this package is installed with
+``--no-deps`` on top of it.
+"""
+from setuptools import find_packages, setup
+
+setup(
+    name="segatron-fairseq",
+    version="0.1.0",
+    description="Segatron-XL, SegaBERT and Cross-Thought as a fairseq --user-dir plugin",
+    python_requires=">=3.10",
+    packages=find_packages(include=["segatron_fairseq", "segatron_fairseq.*", "preprocess", "preprocess.*"]),
+    package_data={"segatron_fairseq": ["config/*.yaml", "config/*/*.yaml"]},
+    install_requires=[
+        "fairseq==0.12.2",
+        "torch>=2.0",
+        "hydra-core>=1.3.2",
+        "omegaconf>=2.3.0",
+        "numpy",
+        "nltk",
+        "sentencepiece",
+    ],
+    entry_points={
+        "console_scripts": [
+            "segatron-components = segatron_fairseq.components:cli_main",
+        ],
+    },
+)

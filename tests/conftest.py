@@ -1,0 +1,29 @@
+"""Shared helpers: run the venv's console scripts and fail with their output."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PLUGIN_DIR = ROOT / "segatron_fairseq"
+BIN = Path(sys.executable).parent
+SHARED_DATA = ROOT.parent / "shared" / "data"
+
+
+def run_cli(name, *args, cwd=None, expect_ok=True):
+    """Run console script ``name`` from the venv; return its combined output."""
+    cmd = [str(BIN / name), *map(str, args)]
+    env = dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1")
+    proc = subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if expect_ok and proc.returncode != 0:
+        pytest.fail(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stdout[-6000:]}")
+    if not expect_ok and proc.returncode == 0:
+        pytest.fail(f"{' '.join(cmd)} succeeded but should have failed:\n{proc.stdout[-3000:]}")
+    return proc.stdout
+
+
+@pytest.fixture
+def cli():
+    return run_cli

@@ -25,6 +25,8 @@ setup(
     entry_points={
         "console_scripts": [
             "segatron-components = segatron_fairseq.components:cli_main",
+            "segatron-preprocess = preprocess.cli:cli_main",
+            "segatron-inspect = preprocess.inspect_item:cli_main",
         ],
     },
 )

@@ -1,0 +1,1 @@
+"""Segment-aware binarizer: ``segatron-preprocess`` and ``segatron-inspect``."""

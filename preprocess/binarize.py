@@ -1,0 +1,177 @@
+"""Binarize a byte range of a corpus into four aligned MMapIndexedDatasets.
+
+``{prefix}`` holds the token ids (fairseq's format, read by
+``fairseq.data.data_utils.load_indexed_dataset``); ``{prefix}.paragraph``,
+``{prefix}.sentence`` and ``{prefix}.token`` hold the indexes of
+``preprocess.indexer``, one item per token item, of the same lengths.
+"""
+import collections
+import dataclasses
+from typing import Counter, List, Optional
+
+import numpy as np
+import torch
+from fairseq.data import Dictionary, indexed_dataset
+
+from preprocess import readers, sentences
+from preprocess.errors import PreprocessError
+from preprocess.indexer import DocumentIndexer
+
+INDEX_NAMES = ("paragraph", "sentence", "token")
+INDEX_DTYPE = np.uint16
+MAX_INDEX = int(np.iinfo(INDEX_DTYPE).max)
+
+
+@dataclasses.dataclass
+class Stats:
+    documents: int = 0
+    paragraphs: int = 0
+    sentences: int = 0
+    items: int = 0
+    tokens: int = 0
+    unknown: int = 0
+    longest_sentence: int = 0
+    longest_paragraph: int = 0
+
+    def add(self, other: "Stats") -> None:
+        for field in dataclasses.fields(self):
+            name = field.name
+            mine, theirs = getattr(self, name), getattr(other, name)
+            setattr(self, name, max(mine, theirs) if name.startswith("longest") else mine + theirs)
+
+
+@dataclasses.dataclass
+class Segmenter:
+    """Turns units into sentences of sub-word tokens."""
+
+    splitter: object  # PunktSentenceTokenizer, or None when sentences are not needed
+    subwords: object  # preprocess.subwords.Words or SentencePiece
+
+    def sentences(self, unit: readers.Unit) -> List[List[str]]:
+        if unit.kind != readers.PARAGRAPH or self.splitter is None:
+            return [self.subwords.encode(unit.text)]
+        words = unit.text.split(" ")
+        starts, position = [], 0
+        for word in words:
+            starts.append(position)
+            position += len(word) + 1
+        numbers = sentences.sentence_of_tokens(self.splitter, unit.text, starts)
+        grouped: List[List[str]] = [[] for _ in range(numbers[-1] + 1)]
+        for word, number in zip(words, numbers):
+            grouped[number].append(word)
+        grouped = [g for g in grouped if g]
+        if self.subwords.is_whitespace:
+            return grouped
+        return [self.subwords.encode(" ".join(g)) for g in grouped]
+
+
+def count_tokens(path: str, input_format: str, start: int, end: int, segmenter: Segmenter) -> Counter:
+    """Token counts for the dictionary, as fairseq counts them (eos per item)."""
+    counts: Counter = collections.Counter()
+    eos = 0
+    for unit in readers.read_units(path, input_format, start, end):
+        if unit.kind == readers.DOC_BREAK:
+            continue
+        eos += 1
+        if unit.kind != readers.BLANK:
+            for tokens in segmenter.sentences(unit):
+                counts.update(tokens)
+    counts[Dictionary().eos_word] += eos
+    return counts
+
+
+class _Builders:
+    def __init__(self, prefix: str, vocab_size: int):
+        self.tokens = indexed_dataset.make_builder(
+            indexed_dataset.data_file_path(prefix), impl="mmap", vocab_size=vocab_size
+        )
+        self.indexes = [
+            indexed_dataset.MMapIndexedDatasetBuilder(
+                indexed_dataset.data_file_path(f"{prefix}.{name}"), dtype=INDEX_DTYPE
+            )
+            for name in INDEX_NAMES
+        ]
+        self.prefix = prefix
+
+    def add(self, ids: List[int], *indexes: List[int]) -> None:
+        self.tokens.add_item(torch.from_numpy(np.asarray(ids, dtype=np.int64)))
+        for builder, values in zip(self.indexes, indexes):
+            builder.add_item(torch.from_numpy(np.asarray(values, dtype=np.int64)))
+
+    def finalize(self) -> None:
+        self.tokens.finalize(indexed_dataset.index_file_path(self.prefix))
+        for name, builder in zip(INDEX_NAMES, self.indexes):
+            builder.finalize(indexed_dataset.index_file_path(f"{self.prefix}.{name}"))
+
+
+def binarize_range(
+    path: str,
+    input_format: str,
+    start: int,
+    end: int,
+    out_prefix: str,
+    dictionary: Dictionary,
+    segmenter: Segmenter,
+) -> Stats:
+    """Write the items of ``path[start:end]`` (whole documents) to ``out_prefix``."""
+    stats = Stats()
+    builders = _Builders(out_prefix, len(dictionary))
+    indexer = DocumentIndexer()
+    indices, unk, eos = dictionary.indices, dictionary.unk_index, dictionary.eos_index
+    document_has_text = False
+    for unit in readers.read_units(path, input_format, start, end):
+        if unit.kind == readers.DOC_BREAK:
+            indexer.start_document()
+            document_has_text = False
+            continue
+        if unit.kind == readers.BLANK:
+            ids = [eos]
+            paragraph, sentence, token = indexer.blank_item()
+        else:
+            sents = segmenter.sentences(unit)
+            ids = [indices.get(t, unk) for s in sents for t in s]
+            # as fairseq-preprocess: a literal <unk> in the text is not a replacement
+            stats.unknown += sum(1 for s in sents for t in s if t not in indices)
+            ids.append(eos)
+            paragraph, sentence, token = indexer.paragraph_item(sents)
+            stats.paragraphs += 1
+            stats.sentences += len(sents)
+            stats.longest_sentence = max([stats.longest_sentence] + [len(s) for s in sents])
+            stats.longest_paragraph = max(stats.longest_paragraph, len(ids) - 1)
+            if not document_has_text:
+                stats.documents += 1
+                document_has_text = True
+        if max(paragraph[0], sentence[-1], max(token)) > MAX_INDEX:
+            raise PreprocessError(
+                f"{path}: line {readers.line_number(path, unit.offset)}: a paragraph, sentence or token index "
+                f"exceeds {MAX_INDEX} (the index datasets store uint16); split the document or paragraph"
+            )
+        builders.add(ids, paragraph, sentence, token)
+        stats.items += 1
+        stats.tokens += len(ids)
+    builders.finalize()
+    return stats
+
+
+@dataclasses.dataclass
+class Job:
+    path: str
+    input_format: str
+    start: int
+    end: int
+    out_prefix: Optional[str]  # None: count tokens for the dictionary
+
+
+class Worker:
+    """Picklable callable for multiprocessing: one Job at a time."""
+
+    def __init__(self, dictionary: Optional[Dictionary], segmenter: Segmenter):
+        self.dictionary = dictionary
+        self.segmenter = segmenter
+
+    def __call__(self, job: Job):
+        if job.out_prefix is None:
+            return job, count_tokens(job.path, job.input_format, job.start, job.end, self.segmenter)
+        return job, binarize_range(
+            job.path, job.input_format, job.start, job.end, job.out_prefix, self.dictionary, self.segmenter
+        )

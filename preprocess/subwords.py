@@ -1,0 +1,68 @@
+"""Sub-word segmentation of sentences: none (whitespace words) or sentencepiece."""
+import os
+from typing import Iterable, List
+
+import sentencepiece as spm
+
+from preprocess.errors import PreprocessError
+
+SENTENCEPIECE_FILE = "sentencepiece.model"
+
+
+class Words:
+    """``--bpe none``: the whitespace tokens fairseq-preprocess would use."""
+
+    is_whitespace = True
+
+    def encode(self, text: str) -> List[str]:
+        return text.split(" ")
+
+
+class SentencePiece:
+    """``--bpe sentencepiece``: the pieces of a sentencepiece model."""
+
+    is_whitespace = False
+
+    def __init__(self, model_path: str):
+        if not os.path.isfile(model_path):
+            raise PreprocessError(f"{model_path}: sentencepiece model not found")
+        self.model_path = model_path
+        self.processor = spm.SentencePieceProcessor()
+        try:
+            self.processor.Load(model_path)
+        except (OSError, RuntimeError) as err:
+            raise PreprocessError(f"{model_path}: not a sentencepiece model ({err})") from None
+
+    def __getstate__(self):
+        return {"model_path": self.model_path}
+
+    def __setstate__(self, state):
+        self.__init__(state["model_path"])
+
+    def encode(self, text: str) -> List[str]:
+        return self.processor.EncodeAsPieces(text)
+
+
+def train_sentencepiece(sentences: Iterable[str], vocab_size: int, model_path: str, max_sentences: int) -> None:
+    """Train a unigram sentencepiece model on up to ``max_sentences`` sentences
+    (sampled by sentencepiece) and write it to ``model_path`` atomically."""
+    prefix = model_path[: -len(".model")] + ".tmp"
+    try:
+        spm.SentencePieceTrainer.Train(
+            sentence_iterator=iter(sentences),
+            model_prefix=prefix,
+            vocab_size=vocab_size,
+            model_type="unigram",
+            character_coverage=1.0,
+            input_sentence_size=max_sentences,
+            shuffle_input_sentence=True,
+            # fairseq's dictionary adds its own specials; keep spm's out of the text
+            bos_id=-1,
+            eos_id=-1,
+            unk_id=0,
+            minloglevel=2,
+        )
+    except RuntimeError as err:
+        raise PreprocessError(f"sentencepiece training for {model_path} failed: {err}") from None
+    os.replace(prefix + ".model", model_path)
+    os.remove(prefix + ".vocab")

@@ -1,0 +1,3 @@
+from .segment_indexed_dataset import SegmentIndexedDataset, SegmentItem
+
+__all__ = ["SegmentIndexedDataset", "SegmentItem"]

@@ -43,7 +43,7 @@ def get_parser() -> argparse.ArgumentParser:
     p.add_argument("--sentence-splitter", default="auto",
                    help="punkt-pretrained | punkt-trained | PATH (punkt.json or a punkt_tab directory); "
                         "auto: NLTK's English model if installed, else punkt-trained")
-    p.add_argument("--punkt-train-chars", type=int, default=20_000_000,
+    p.add_argument("--punkt-train-chars", type=int, default=5_000_000,
                    help="train Punkt on at most this many characters of the training split")
     p.add_argument("--bpe", choices=("none", "sentencepiece"), default="none")
     p.add_argument("--bpe-model", help="an existing sentencepiece model (else trained on the training split)")
@@ -187,14 +187,16 @@ def _load_dictionary(path: str) -> Dictionary:
         raise PreprocessError(f"{path}: not a fairseq dictionary ({err})") from None
 
 
-def resolve_dictionary(args, train_path: Optional[str], segmenter: Segmenter) -> Dictionary:
+def resolve_dictionary(args, train_path: Optional[str], srcdict: Optional[Dictionary],
+                       counting: Segmenter) -> Dictionary:
+    """``srcdict``, or one built from the training split as fairseq-preprocess
+    builds it, or the destination's ``dict.txt``; never a second dictionary in
+    one destination."""
     existing_path = os.path.join(args.destdir, DICT_FILE)
     existing = _load_dictionary(existing_path) if os.path.isfile(existing_path) else None
-    if args.srcdict:
-        dictionary = _load_dictionary(args.srcdict)
+    if srcdict is not None:
+        dictionary = srcdict
     elif train_path is not None:
-        counting = Segmenter(segmenter.splitter if not segmenter.subwords.is_whitespace else None,
-                             segmenter.subwords)
         dictionary = Dictionary()
         jobs = _jobs(train_path, args.input_format, args.chunk_bytes, args.workers, None)
         total = {}
@@ -260,11 +262,17 @@ def _log_summary(split: str, path: str, stats: Stats) -> None:
 def main(args) -> None:
     splits = _input_files(args)
     train_path = args.trainpref
+    srcdict = _load_dictionary(args.srcdict) if args.srcdict else None
     os.makedirs(args.destdir, exist_ok=True)
+    if args.bpe == "none":
+        # whitespace tokens do not depend on sentences: settle the dictionary
+        # (and refuse a conflicting one) before anything else is written
+        dictionary = resolve_dictionary(args, train_path, srcdict, Segmenter(None, subwords.Words()))
     splitter, splitter_name = resolve_splitter(args, train_path)
     logger.info(f"sentence splitter: {splitter_name}")
     segmenter = Segmenter(splitter, resolve_subwords(args, train_path, splitter))
-    dictionary = resolve_dictionary(args, train_path, segmenter)
+    if args.bpe != "none":
+        dictionary = resolve_dictionary(args, train_path, srcdict, segmenter)
     logger.info(f"dictionary: {len(dictionary):,} types ({os.path.join(args.destdir, DICT_FILE)})")
 
     work_dir = tempfile.mkdtemp(prefix=".segatron-preprocess-", dir=args.destdir)

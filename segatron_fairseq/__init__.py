@@ -3,4 +3,4 @@
 Importing it registers the plugin's tasks, models, architectures and
 criterions with fairseq's registries.
 """
-
+from . import criterions, models, tasks  # noqa: F401

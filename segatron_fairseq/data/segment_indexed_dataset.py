@@ -79,6 +79,10 @@ class SegmentIndexedDataset(FairseqDataset):
     def size(self, index: int) -> int:
         return int(self.tokens.sizes[index])
 
+    def token_array(self) -> np.ndarray:
+        """All token ids of the split, flattened (memory-mapped)."""
+        return np.frombuffer(self.tokens._bin_buffer, dtype=self.tokens._index.dtype, count=int(self.sizes.sum()))
+
     def index_array(self, name: str) -> np.ndarray:
         """All values of index ``name`` over the split, flattened (uint16)."""
         dataset = self.indexes[name]

@@ -1,0 +1,275 @@
+"""Segatron-XL: Transformer-XL with token/sentence/paragraph relative positions.
+
+``sentence_starts`` / ``paragraph_starts`` (B, T) flag the tokens that begin a
+sentence / paragraph; the decoder turns them into running counters that
+continue across segments through its memory, which caches each layer's input
+(M, B, d) together with the counters (B, M) of the cached tokens.
+
+Memory is kept per mode (training / evaluation), so validation in the middle
+of an epoch does not disturb the training stream; the task resets it at the
+start of every pass. It is not saved in checkpoints.
+"""
+import logging
+import math
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
+
+import torch
+import torch.nn.functional as F
+from fairseq import utils
+from fairseq.dataclass import FairseqDataclass
+from fairseq.models import FairseqDecoder, FairseqLanguageModel, register_model, register_model_architecture
+from fairseq.modules import AdaptiveInput, AdaptiveSoftmax
+from torch import Tensor, nn
+
+from segatron_fairseq.modules import SegatronXLLayer, SegmentDistances, segment_part_dims
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class SegatronXLConfig(FairseqDataclass):
+    decoder_layers: int = field(default=16, metadata={"help": "number of layers"})
+    decoder_embed_dim: int = field(default=410, metadata={"help": "model width d"})
+    decoder_attention_heads: int = field(default=10, metadata={"help": "attention heads"})
+    decoder_head_dim: int = field(default=41, metadata={"help": "width of one head"})
+    decoder_ffn_embed_dim: int = field(default=2100, metadata={"help": "feed-forward inner width"})
+    dropout: float = field(default=0.1, metadata={"help": "dropout"})
+    attention_dropout: float = field(default=0.0, metadata={"help": "dropout on attention probabilities"})
+    pre_norm: bool = field(default=False, metadata={"help": "LayerNorm before each sub-layer"})
+    mem_len: int = field(default=150, metadata={"help": "segments of memory kept, in tokens"})
+    clamp_len: int = field(default=-1, metadata={"help": "clamp token distances to this (-1: no clamp)"})
+    share_position_biases: bool = field(
+        default=False, metadata={"help": "one u, v pair for all layers (default: one per layer)"}
+    )
+    no_sentence_part: bool = field(default=False, metadata={"help": "drop the sentence part of R"})
+    no_paragraph_part: bool = field(default=False, metadata={"help": "drop the paragraph part of R"})
+    adaptive_softmax_cutoff: Optional[str] = field(
+        default=None, metadata={"help": "comma separated cutoffs, e.g. 20000,40000,200000"}
+    )
+    adaptive_softmax_dropout: float = field(default=0.0, metadata={"help": "dropout in the softmax tails"})
+    adaptive_softmax_factor: float = field(default=1.0, metadata={"help": "div_val of the tails"})
+    adaptive_input: bool = field(default=False, metadata={"help": "adaptive input embeddings"})
+    tie_adaptive_weights: bool = field(default=False, metadata={"help": "tie adaptive input and softmax"})
+    tie_adaptive_proj: bool = field(default=False, metadata={"help": "tie their projections too"})
+    init_std: float = field(default=0.02, metadata={"help": "std of the normal init of weights"})
+    max_target_positions: int = field(default=1 << 20, metadata={"help": "longest evaluation stream"})
+
+
+@dataclass
+class _Memory:
+    hidden: List[Tensor]  # per layer (M, B, d)
+    counters: Dict[str, Tensor]  # part -> (B, M) counters of the cached tokens
+    last: Dict[str, Tensor]  # part -> (B,) counter of the last token seen
+
+
+class SegatronXLDecoder(FairseqDecoder):
+    def __init__(self, cfg: SegatronXLConfig, dictionary, embed_tokens: nn.Module):
+        super().__init__(dictionary)
+        self.cfg = cfg
+        d = cfg.decoder_embed_dim
+        self.embed_tokens = embed_tokens
+        self.embed_scale = math.sqrt(d)
+        self.part_dims = segment_part_dims(d, not cfg.no_sentence_part, not cfg.no_paragraph_part)
+        self.dropout = nn.Dropout(cfg.dropout)
+        self.layers = nn.ModuleList(
+            SegatronXLLayer(d, cfg.decoder_attention_heads, cfg.decoder_head_dim, cfg.decoder_ffn_embed_dim,
+                            self.part_dims, cfg.dropout, cfg.attention_dropout, cfg.pre_norm)
+            for _ in range(cfg.decoder_layers)
+        )
+        bias_sets = 1 if cfg.share_position_biases else cfg.decoder_layers
+        self.content_bias = nn.Parameter(torch.zeros(bias_sets, cfg.decoder_attention_heads, cfg.decoder_head_dim))
+        self.position_bias = nn.Parameter(torch.zeros(bias_sets, cfg.decoder_attention_heads, cfg.decoder_head_dim))
+        self.final_norm = nn.LayerNorm(d) if cfg.pre_norm else None
+        self.adaptive_softmax = None
+        if cfg.adaptive_softmax_cutoff:
+            self.adaptive_softmax = AdaptiveSoftmax(
+                len(dictionary), d, utils.eval_str_list(cfg.adaptive_softmax_cutoff, type=int),
+                cfg.adaptive_softmax_dropout,
+                factor=cfg.adaptive_softmax_factor,
+                adaptive_inputs=embed_tokens if cfg.tie_adaptive_weights else None,
+                tie_proj=cfg.tie_adaptive_proj,
+            )
+        self._memory: Dict[bool, _Memory] = {}
+        self._init_weights()
+
+    def _init_weights(self):
+        for layer in self.layers:
+            for module in layer.modules():
+                if isinstance(module, nn.Linear):
+                    nn.init.normal_(module.weight, std=self.cfg.init_std)
+                    if module.bias is not None:
+                        nn.init.zeros_(module.bias)
+        nn.init.normal_(self.content_bias, std=self.cfg.init_std)
+        nn.init.normal_(self.position_bias, std=self.cfg.init_std)
+
+    # ---- memory ---------------------------------------------------------------------------------
+
+    def reset_memory(self, training: Optional[bool] = None) -> None:
+        """Forget the memory of one mode (training or evaluation), or of both."""
+        if training is None:
+            self._memory.clear()
+        else:
+            self._memory.pop(training, None)
+
+    def _current_memory(self, batch: int) -> Optional[_Memory]:
+        memory = self._memory.get(self.training)
+        if memory is not None and memory.hidden[0].size(1) != batch:
+            logger.info("batch size changed: Segatron-XL memory reset")
+            memory = None
+        return memory
+
+    def _counters(self, starts: Dict[str, Tensor], memory: Optional[_Memory]):
+        """Running counters (B, T) of the segment, continuing the memory's."""
+        counters = {}
+        for part, flags in starts.items():
+            counter = flags.long().cumsum(dim=1)
+            if memory is not None:
+                counter = counter + memory.last[part][:, None]
+            counters[part] = counter
+        return counters
+
+    def _update_memory(self, inputs: List[Tensor], counters: Dict[str, Tensor], memory: Optional[_Memory]):
+        mem_len = self.cfg.mem_len
+        if mem_len <= 0:
+            return
+        with torch.no_grad():
+            hidden = [
+                (x if memory is None else torch.cat([memory.hidden[i], x], dim=0))[-mem_len:].detach()
+                for i, x in enumerate(inputs)
+            ]
+            cached = {
+                part: (c if memory is None else torch.cat([memory.counters[part], c], dim=1))[:, -mem_len:]
+                for part, c in counters.items()
+            }
+            last = {part: c[:, -1] for part, c in counters.items()}
+        self._memory[self.training] = _Memory(hidden, cached, last)
+
+    # ---- forward --------------------------------------------------------------------------------
+
+    def forward(self, src_tokens: Tensor, sentence_starts: Optional[Tensor] = None,
+                paragraph_starts: Optional[Tensor] = None, features_only: bool = False, **kwargs):
+        """src_tokens (B, T); sentence_starts / paragraph_starts (B, T) bool,
+        True at the first token of a sentence / paragraph (needed only for the
+        enabled parts). Returns ((B, T, V) logits or (B, T, d) features, extra)."""
+        x = self.extract_features(src_tokens, sentence_starts, paragraph_starts)
+        if not features_only:
+            x = self.output_layer(x)
+        return x, {"attn": [None]}
+
+    def extract_features(self, src_tokens, sentence_starts=None, paragraph_starts=None):
+        batch, seq_len = src_tokens.shape
+        memory = self._current_memory(batch)
+        mem_len = 0 if memory is None else memory.hidden[0].size(0)
+        starts = {}
+        for part, flags in (("sentence", sentence_starts), ("paragraph", paragraph_starts)):
+            if part in self.part_dims:
+                if flags is None:
+                    raise ValueError(f"Segatron-XL with a {part} part needs {part}_starts in the input "
+                                     "(use --task segatron_lm)")
+                starts[part] = flags
+        counters = self._counters(starts, memory)
+        keys = mem_len + seq_len
+
+        x = self.embed_tokens(src_tokens).transpose(0, 1) * self.embed_scale  # (T, B, d)
+        x = self.dropout(x)
+        distances = SegmentDistances(
+            self.part_dims, keys, self.cfg.clamp_len, x.dtype, x.device,
+            query_counters=counters,
+            key_counters={p: c if memory is None else torch.cat([memory.counters[p], c], dim=1)
+                          for p, c in counters.items()},
+        )
+        distances.map_tables(self.dropout)
+        mask = torch.ones(seq_len, keys, dtype=torch.bool, device=x.device).triu_(diagonal=mem_len + 1)
+
+        inputs = []
+        for i, layer in enumerate(self.layers):
+            inputs.append(x)
+            bias = 0 if self.cfg.share_position_biases else i
+            x = layer(x, None if memory is None else memory.hidden[i], distances,
+                      self.content_bias[bias], self.position_bias[bias], mask)
+        if self.final_norm is not None:
+            x = self.final_norm(x)
+        self._update_memory(inputs, counters, memory)
+        return self.dropout(x).transpose(0, 1)
+
+    def output_layer(self, features: Tensor) -> Tensor:
+        if self.adaptive_softmax is not None:
+            return features  # the adaptive softmax is applied by the criterion / get_normalized_probs
+        return F.linear(features, self.embed_tokens.weight)
+
+    def max_positions(self):
+        return self.cfg.max_target_positions
+
+
+@register_model("segatron_xl", dataclass=SegatronXLConfig)
+class SegatronXLModel(FairseqLanguageModel):
+    """Segatron-XL language model (Transformer-XL when both segment parts are off)."""
+
+    @classmethod
+    def build_model(cls, cfg: SegatronXLConfig, task):
+        dictionary = task.target_dictionary
+        d = cfg.decoder_embed_dim
+        if cfg.adaptive_input:
+            if not cfg.adaptive_softmax_cutoff:
+                raise ValueError("--adaptive-input needs --adaptive-softmax-cutoff (the same bands)")
+            embed_tokens = AdaptiveInput(
+                len(dictionary), dictionary.pad(), d, cfg.adaptive_softmax_factor, d,
+                utils.eval_str_list(cfg.adaptive_softmax_cutoff, type=int),
+            )
+        else:
+            if cfg.tie_adaptive_weights:
+                raise ValueError("--tie-adaptive-weights needs --adaptive-input")
+            embed_tokens = nn.Embedding(len(dictionary), d, padding_idx=dictionary.pad())
+            nn.init.normal_(embed_tokens.weight, std=d ** -0.5)
+        return cls(SegatronXLDecoder(cfg, dictionary, embed_tokens))
+
+    def reset_memory(self, training: Optional[bool] = None) -> None:
+        self.decoder.reset_memory(training)
+
+
+def _set(cfg, **defaults):
+    for name, value in defaults.items():
+        if getattr(cfg, name, None) is None:
+            setattr(cfg, name, value)
+
+
+def _wt103_base(cfg):
+    _set(cfg, decoder_layers=16, decoder_embed_dim=410, decoder_attention_heads=10, decoder_head_dim=41,
+         decoder_ffn_embed_dim=2100, dropout=0.1, attention_dropout=0.0, mem_len=150, clamp_len=-1,
+         adaptive_softmax_cutoff="20000,40000,200000", adaptive_softmax_factor=1.0, adaptive_input=True,
+         tie_adaptive_weights=True, tie_adaptive_proj=True)
+
+
+@register_model_architecture("segatron_xl", "segatron_xl_wt103_base")
+def segatron_xl_wt103_base(cfg):
+    _set(cfg, no_sentence_part=False, no_paragraph_part=False)
+    _wt103_base(cfg)
+
+
+@register_model_architecture("segatron_xl", "transformer_xl_wt103_base")
+def transformer_xl_wt103_base(cfg):
+    cfg.no_sentence_part, cfg.no_paragraph_part = True, True
+    _wt103_base(cfg)
+
+
+@register_model_architecture("segatron_xl", "segatron_xl_wt103_large")
+def segatron_xl_wt103_large(cfg):
+    _set(cfg, decoder_layers=18, decoder_embed_dim=1024, decoder_attention_heads=16, decoder_head_dim=64,
+         decoder_ffn_embed_dim=4096, dropout=0.2, attention_dropout=0.2, mem_len=384, clamp_len=-1,
+         adaptive_softmax_cutoff="20000,40000,200000", adaptive_softmax_factor=4.0, adaptive_input=True,
+         tie_adaptive_weights=True, tie_adaptive_proj=True, no_sentence_part=False, no_paragraph_part=False)
+
+
+@register_model_architecture("segatron_xl", "segatron_xl_tiny")
+def segatron_xl_tiny(cfg):
+    _set(cfg, decoder_layers=2, decoder_embed_dim=48, decoder_attention_heads=4, decoder_head_dim=12,
+         decoder_ffn_embed_dim=96, dropout=0.1, attention_dropout=0.0, mem_len=32, clamp_len=-1,
+         no_sentence_part=False, no_paragraph_part=False)
+
+
+@register_model_architecture("segatron_xl", "transformer_xl_tiny")
+def transformer_xl_tiny(cfg):
+    cfg.no_sentence_part = True
+    cfg.no_paragraph_part = True
+    segatron_xl_tiny(cfg)

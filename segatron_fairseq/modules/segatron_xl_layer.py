@@ -1,0 +1,36 @@
+"""One Segatron-XL block: segment-aware relative attention and a feed-forward
+network, each with residual, dropout and LayerNorm (post-norm as in
+Transformer-XL, or pre-norm)."""
+from typing import Optional
+
+from torch import Tensor, nn
+
+from .segment_distances import SegmentDistances
+from .segment_relative_attention import SegmentRelativeMultiheadAttention
+
+
+class SegatronXLLayer(nn.Module):
+    def __init__(self, embed_dim, num_heads, head_dim, ffn_dim, part_dims, dropout, attention_dropout,
+                 pre_norm):
+        super().__init__()
+        self.attention = SegmentRelativeMultiheadAttention(
+            embed_dim, num_heads, head_dim, part_dims, attention_dropout, pre_norm
+        )
+        self.ffn = nn.Sequential(
+            nn.Linear(embed_dim, ffn_dim), nn.ReLU(inplace=True), nn.Dropout(dropout),
+            nn.Linear(ffn_dim, embed_dim), nn.Dropout(dropout),
+        )
+        self.ffn_norm = nn.LayerNorm(embed_dim)
+        self.dropout = nn.Dropout(dropout)
+        self.pre_norm = pre_norm
+
+    def forward(self, hidden: Tensor, memory: Optional[Tensor], distances: SegmentDistances,
+                content_bias: Tensor, position_bias: Tensor, mask: Tensor) -> Tensor:
+        """hidden (T, B, d); memory (M, B, d): this layer's inputs cached from
+        earlier segments."""
+        attended = self.dropout(self.attention(hidden, memory, distances, content_bias, position_bias, mask))
+        if self.pre_norm:
+            hidden = hidden + attended
+            return hidden + self.ffn(self.ffn_norm(hidden))
+        hidden = self.attention.layer_norm(hidden + attended)
+        return self.ffn_norm(hidden + self.ffn(hidden))

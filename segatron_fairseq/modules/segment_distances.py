@@ -1,0 +1,87 @@
+"""Relative distances of Segatron-XL (Eq. 3) for one segment and its memory.
+
+A query at segment position i and a key at window position j (memory first,
+then the segment; K = M + T keys) are ``token`` = M + i - j tokens,
+``sentence`` = s_i - s_j sentences and ``paragraph`` = p_i - p_j paragraphs
+apart, where s and p are running counters of sentence and paragraph starts.
+R_{i,j} is the concatenation of one sinusoid per part (Eq. 3).
+
+Nothing of size T x K x d is built: the token part is a table over the K
+distances K-1..0 (shifted into place by ``rel_shift``); the sentence and
+paragraph parts are tables over the few distances 0..D that occur in the
+window, with a (B, T, K) index of which row each query/key pair uses.
+"""
+import math
+from typing import Dict, Optional
+
+import torch
+from torch import Tensor
+
+PARTS = ("token", "sentence", "paragraph")
+
+
+def segment_part_dims(embed_dim: int, sentence: bool, paragraph: bool) -> Dict[str, int]:
+    """Widths of the enabled parts of R; they always sum to ``embed_dim``.
+
+    Every part but the last is ``embed_dim // parts`` rounded up to even, the
+    last takes the rest (410 -> 136/136/138 with all three parts)."""
+    parts = ["token"] + (["sentence"] if sentence else []) + (["paragraph"] if paragraph else [])
+    share = embed_dim // len(parts)
+    share += share % 2
+    dims = {name: share for name in parts[:-1]}
+    dims[parts[-1]] = embed_dim - share * (len(parts) - 1)
+    if any(d <= 0 or d % 2 for d in dims.values()):
+        raise ValueError(f"cannot split embed_dim={embed_dim} into even sinusoid parts {parts}")
+    return dims
+
+
+def sinusoid_table(distances: Tensor, dim: int) -> Tensor:
+    """(n,) float distances -> (n, dim) table [sin(d * f), cos(d * f)],
+    with frequencies f_k = 10000^(-2k/dim) as in Transformer-XL."""
+    inv_freq = torch.exp(
+        torch.arange(0, dim, 2, device=distances.device, dtype=distances.dtype) * (-math.log(10000.0) / dim)
+    )
+    angles = distances[:, None] * inv_freq[None, :]
+    return torch.cat([angles.sin(), angles.cos()], dim=-1)
+
+
+class SegmentDistances:
+    """Distance tables shared by all layers for one forward pass.
+
+    Attributes (K = keys, T = queries, B = batch):
+      token_table: (K, d_token), row r for distance K-1-r (clamped to clamp_len)
+      sentence_table / paragraph_table: (D+1, d_part), row k for distance k
+      sentence_index / paragraph_index: (B, T, K) long, row of the table for
+        each pair (0 for keys after the query, which are masked)
+    """
+
+    def __init__(
+        self,
+        part_dims: Dict[str, int],
+        num_keys: int,
+        clamp_len: int,
+        dtype: torch.dtype,
+        device: torch.device,
+        query_counters: Optional[Dict[str, Tensor]] = None,
+        key_counters: Optional[Dict[str, Tensor]] = None,
+    ):
+        positions = torch.arange(num_keys - 1, -1, -1, device=device, dtype=dtype)
+        if clamp_len > 0:
+            positions = positions.clamp(max=clamp_len)
+        self.token_table = sinusoid_table(positions, part_dims["token"])
+        self.tables: Dict[str, Tensor] = {}
+        self.indexes: Dict[str, Tensor] = {}
+        for part in PARTS[1:]:
+            if part not in part_dims:
+                continue
+            distance = query_counters[part][:, :, None] - key_counters[part][:, None, :]
+            distance = distance.clamp(min=0)
+            largest = int(distance.max()) if distance.numel() else 0
+            self.indexes[part] = distance
+            self.tables[part] = sinusoid_table(torch.arange(largest + 1, device=device, dtype=dtype),
+                                               part_dims[part])
+
+    def map_tables(self, fn) -> None:
+        """Apply ``fn`` (e.g. dropout) to every table."""
+        self.token_table = fn(self.token_table)
+        self.tables = {part: fn(table) for part, table in self.tables.items()}

@@ -1,0 +1,96 @@
+"""Relative multi-head attention with a segment-aware R (Segatron Eq. 1-3).
+
+For query i and key j, with head vectors q_i, k_j and content/position biases
+u, v (Eq. 1, Transformer-XL's decomposition):
+
+    score(i, j) = (q_i + u) . k_j  +  (q_i + v) . W_R R_{i,j}
+
+R_{i,j} = [R^token_{t_i-t_j}; R^sentence_{s_i-s_j}; R^paragraph_{p_i-p_j}]
+(Eq. 3), so W_R R_{i,j} splits into one product per part, each with its own
+column block of W_R:
+
+- token: the usual Transformer-XL term: (q_i + v) . W_tok R^token over the K
+  distances, then ``rel_shift`` puts distance M + i - j at column j;
+- sentence, paragraph: (q_i + v) . W_part R^part for the D+1 distances present
+  in the window, then a gather picks, for each (i, j), the column of its
+  distance. Cost O(T x D x d) instead of O(T x K x d).
+"""
+from typing import Dict, Optional
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from .segment_distances import PARTS, SegmentDistances
+
+
+def rel_shift(x: Tensor) -> Tensor:
+    """(B, H, T, K) scores against R rows for distances K-1..0 -> scores whose
+    column j holds distance K - T + i - j (valid for j <= K - T + i)."""
+    batch, heads, queries, keys = x.shape
+    padded = torch.cat([x.new_zeros(batch, heads, queries, 1), x], dim=-1)
+    return padded.view(batch, heads, keys + 1, queries)[:, :, 1:].reshape(batch, heads, queries, keys)
+
+
+class SegmentRelativeMultiheadAttention(nn.Module):
+    def __init__(self, embed_dim: int, num_heads: int, head_dim: int, part_dims: Dict[str, int],
+                 attention_dropout: float, pre_norm: bool):
+        super().__init__()
+        self.num_heads, self.head_dim = num_heads, head_dim
+        self.part_dims = dict(part_dims)
+        self.scale = head_dim ** -0.5
+        self.qkv = nn.Linear(embed_dim, 3 * num_heads * head_dim, bias=False)
+        # W_R: one matrix over the concatenated R; its column blocks act on the parts
+        self.r_proj = nn.Linear(sum(part_dims.values()), num_heads * head_dim, bias=False)
+        self.out_proj = nn.Linear(num_heads * head_dim, embed_dim, bias=False)
+        self.attention_dropout = nn.Dropout(attention_dropout)
+        self.layer_norm = nn.LayerNorm(embed_dim)
+        self.pre_norm = pre_norm
+
+    def _project_part(self, part: str, table: Tensor) -> Tensor:
+        """(n, d_part) table -> (n, H, head_dim) = W_part R^part."""
+        start = 0
+        for name in PARTS:
+            if name == part:
+                break
+            start += self.part_dims.get(name, 0)
+        weight = self.r_proj.weight[:, start:start + self.part_dims[part]]
+        return F.linear(table, weight).view(-1, self.num_heads, self.head_dim)
+
+    def scores(self, hidden: Tensor, memory: Optional[Tensor], distances: SegmentDistances,
+               content_bias: Tensor, position_bias: Tensor):
+        """Raw scores (B, H, T, K) before scaling and masking, and values (B, H, K, head_dim)."""
+        seq_len, batch, _ = hidden.shape
+        window = hidden if memory is None else torch.cat([memory, hidden], dim=0)
+        if self.pre_norm:
+            window = self.layer_norm(window)
+        q, k, v = self.qkv(window).chunk(3, dim=-1)
+        keys = window.size(0)
+        q = q[-seq_len:].view(seq_len, batch, self.num_heads, self.head_dim).permute(1, 2, 0, 3)
+        k = k.view(keys, batch, self.num_heads, self.head_dim).permute(1, 2, 0, 3)
+        v = v.view(keys, batch, self.num_heads, self.head_dim).permute(1, 2, 0, 3)
+
+        q_content = q + content_bias[None, :, None, :]   # q_i + u
+        q_position = q + position_bias[None, :, None, :]  # q_i + v
+        scores = torch.matmul(q_content, k.transpose(-1, -2))
+
+        r_token = self._project_part("token", distances.token_table)  # (K, H, dh)
+        scores = scores + rel_shift(torch.einsum("bhid,khd->bhik", q_position, r_token))
+        for part, table in distances.tables.items():
+            r_part = self._project_part(part, table)  # (D+1, H, dh)
+            by_distance = torch.einsum("bhid,khd->bhik", q_position, r_part)  # (B, H, T, D+1)
+            index = distances.indexes[part][:, None].expand(batch, self.num_heads, seq_len, keys)
+            scores = scores + by_distance.gather(-1, index)
+        return scores, v
+
+    def forward(self, hidden: Tensor, memory: Optional[Tensor], distances: SegmentDistances,
+                content_bias: Tensor, position_bias: Tensor, mask: Tensor) -> Tensor:
+        """hidden (T, B, d), memory (M, B, d) or None, mask (T, K) True where
+        the key is hidden from the query -> (T, B, d) after residual and norm."""
+        scores, v = self.scores(hidden, memory, distances, content_bias, position_bias)
+        scores = (scores * self.scale).float().masked_fill(mask[None, None], float("-inf"))
+        probs = self.attention_dropout(torch.softmax(scores, dim=-1).type_as(v))
+        attended = torch.matmul(probs, v)  # (B, H, T, dh)
+        seq_len, batch = hidden.shape[:2]
+        attended = attended.permute(2, 0, 1, 3).reshape(seq_len, batch, self.num_heads * self.head_dim)
+        return self.out_proj(attended)

@@ -1,0 +1,1 @@
+from . import segatron_lm  # noqa: F401  (registers the task)

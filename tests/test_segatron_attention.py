@@ -1,0 +1,125 @@
+"""Segatron-XL attention scores against a pair-by-pair computation of Eq. 1 with Eq. 3."""
+import math
+
+import pytest
+import torch
+from fairseq.data import Dictionary
+from torch import nn
+
+from segatron_fairseq.models.segatron_xl import SegatronXLConfig, SegatronXLDecoder
+from segatron_fairseq.modules import SegmentRelativeMultiheadAttention
+
+SEQ, BATCH = 7, 2
+
+
+def sinusoid(distance: float, dim: int):
+    return torch.tensor(
+        [math.sin(distance / 10000 ** (2 * k / dim)) for k in range(dim // 2)]
+        + [math.cos(distance / 10000 ** (2 * k / dim)) for k in range(dim // 2)],
+        dtype=torch.float64,
+    )
+
+
+def make_decoder(sentence, paragraph, pre_norm=False, mem_len=5, clamp_len=-1):
+    dictionary = Dictionary()
+    for i in range(30):
+        dictionary.add_symbol(f"w{i}")
+    cfg = SegatronXLConfig(decoder_layers=2, decoder_embed_dim=30, decoder_attention_heads=3, decoder_head_dim=8,
+                           decoder_ffn_embed_dim=40, dropout=0.0, attention_dropout=0.0, mem_len=mem_len,
+                           clamp_len=clamp_len, pre_norm=pre_norm, no_sentence_part=not sentence,
+                           no_paragraph_part=not paragraph, init_std=0.3)
+    torch.manual_seed(0)
+    decoder = SegatronXLDecoder(cfg, dictionary, nn.Embedding(len(dictionary), 30, padding_idx=dictionary.pad()))
+    return decoder.double().eval()
+
+
+def make_stream(length):
+    """Tokens and start flags of two different streams (rows)."""
+    g = torch.Generator().manual_seed(1)
+    tokens = torch.randint(4, 34, (BATCH, length), generator=g)
+    sentence = torch.rand(BATCH, length, generator=g) < 0.35
+    paragraph = sentence & (torch.rand(BATCH, length, generator=g) < 0.4)
+    return tokens, sentence, paragraph
+
+
+def boundaries_between(flags, j, i):
+    """Number of starts at positions j+1..i: boundaries crossed going from key j to query i."""
+    return int(flags[j + 1:i + 1].sum())
+
+
+def reference_scores(attention, window, seq_len, positions, flags, u, v, part_dims, clamp_len):
+    """(H, T, K) scores of one row, pair by pair. ``positions``: stream position of each key."""
+    keys, d = window.shape
+    heads, head_dim = attention.num_heads, attention.head_dim
+    if attention.pre_norm:
+        window = attention.layer_norm(window)
+    w_q, w_k, _ = attention.qkv.weight.chunk(3, dim=0)
+    w_r = attention.r_proj.weight  # (H*dh, d): W_R over the concatenated R
+    scores = torch.full((heads, seq_len, keys), float("nan"), dtype=torch.float64)
+    for i in range(seq_len):
+        qi = keys - seq_len + i  # query's key-window position
+        q = (w_q @ window[qi]).view(heads, head_dim)
+        for j in range(qi + 1):
+            k = (w_k @ window[j]).view(heads, head_dim)
+            token_distance = positions[qi] - positions[j]
+            if clamp_len > 0:
+                token_distance = min(token_distance, clamp_len)
+            parts = [sinusoid(token_distance, part_dims["token"])]
+            for part in ("sentence", "paragraph"):
+                if part in part_dims:
+                    parts.append(sinusoid(boundaries_between(flags[part], positions[j], positions[qi]),
+                                          part_dims[part]))
+            r = (w_r @ torch.cat(parts)).view(heads, head_dim)
+            scores[:, i, j] = ((q + u) * k).sum(-1) + ((q + v) * r).sum(-1)
+    return scores
+
+
+@pytest.mark.parametrize("sentence,paragraph", [(True, True), (True, False), (False, True), (False, False)])
+@pytest.mark.parametrize("pre_norm,clamp_len", [(False, -1), (True, 4)])
+def test_scores_match_pair_by_pair_reference(sentence, paragraph, pre_norm, clamp_len):
+    decoder = make_decoder(sentence, paragraph, pre_norm=pre_norm, clamp_len=clamp_len, mem_len=5)
+    tokens, sentence_flags, paragraph_flags = make_stream(3 * SEQ)
+    captured = []
+
+    def capture(module, args):
+        captured.append(args)
+
+    hooks = [layer.attention.register_forward_pre_hook(capture) for layer in decoder.layers]
+    with torch.no_grad():
+        for segment in range(3):
+            captured.clear()
+            cols = slice(segment * SEQ, (segment + 1) * SEQ)
+            decoder.extract_features(tokens[:, cols], sentence_flags[:, cols], paragraph_flags[:, cols])
+    for h in hooks:
+        h.remove()
+
+    # the third segment: memory holds stream positions 2*SEQ-5 .. 2*SEQ-1
+    positions = list(range(2 * SEQ - 5, 3 * SEQ))
+    for layer_number, (hidden, memory, distances, u, v, mask) in enumerate(captured):
+        attention = decoder.layers[layer_number].attention
+        assert memory.shape == (5, BATCH, 30)
+        scores, _ = attention.scores(hidden, memory, distances, u, v)
+        for b in range(BATCH):
+            window = torch.cat([memory[:, b], hidden[:, b]])
+            flags = {"sentence": sentence_flags[b], "paragraph": paragraph_flags[b]}
+            expected = reference_scores(attention, window, SEQ, positions, flags, u, v, decoder.part_dims, clamp_len)
+            visible = ~expected.isnan()
+            assert visible.sum() == 3 * sum(5 + i + 1 for i in range(SEQ))
+            assert torch.equal(visible[0], ~mask)
+            torch.testing.assert_close(scores[b][visible], expected[visible], rtol=0, atol=1e-6)
+
+
+def test_parts_are_about_a_third_each():
+    from segatron_fairseq.modules import segment_part_dims
+
+    assert segment_part_dims(410, True, True) == {"token": 136, "sentence": 136, "paragraph": 138}
+    assert segment_part_dims(410, False, False) == {"token": 410}
+    assert segment_part_dims(410, True, False) == {"token": 206, "sentence": 204}
+
+
+def test_both_parts_off_is_transformer_xl_attention():
+    """No sentence/paragraph parts: scores equal Transformer-XL's (token sinusoid over all of d)."""
+    decoder = make_decoder(False, False)
+    assert isinstance(decoder.layers[0].attention, SegmentRelativeMultiheadAttention)
+    assert decoder.part_dims == {"token": 30}
+    assert decoder.layers[0].attention.r_proj.weight.shape == (24, 30)

@@ -30,7 +30,7 @@ class SegatronLMLoss(AdaptiveLoss):
         net_output = model(**sample["net_input"])
         lprobs = model.get_normalized_probs(net_output, log_probs=True)
         target = model.get_targets(sample, net_output)
-        loss = F.nll_loss(lprobs.view(-1, lprobs.size(-1)).float(), target.view(-1),
+        loss = F.nll_loss(lprobs.reshape(-1, lprobs.size(-1)).float(), target.reshape(-1),
                           ignore_index=self.padding_idx, reduction="sum" if reduce else "none")
         ntokens = utils.strip_pad(target, self.padding_idx).numel()
         sample_size = target.size(0) if self.sentence_avg else ntokens

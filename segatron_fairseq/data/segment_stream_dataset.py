@@ -22,6 +22,7 @@ class SegmentStreamDataset(FairseqDataset):
                  num_shards: int = 1, shard_id: int = 0):
         if batch_size < 1 or tgt_len < 1:
             raise ValueError(f"batch_size ({batch_size}) and tgt_len ({tgt_len}) must be positive")
+        self.corpus = corpus  # owns the memory maps the arrays below point into
         self.tokens = corpus.token_array()
         self.token_index = corpus.index_array("token")
         self.sentence_index = corpus.index_array("sentence")
@@ -73,8 +74,10 @@ class SegmentStreamDataset(FairseqDataset):
             target[row, :n] = torch.from_numpy(self._target(start, start + n))
             sentence_starts[row, :n] = torch.from_numpy(sentences)
             paragraph_starts[row, :n] = torch.from_numpy(paragraphs)
-        return {"id": index, "source": source[:, :length], "target": target[:, :length],
-                "sentence_starts": sentence_starts[:, :length], "paragraph_starts": paragraph_starts[:, :length]}
+        columns = slice(0, length)
+        return {"id": index, "source": source[:, columns].contiguous(), "target": target[:, columns].contiguous(),
+                "sentence_starts": sentence_starts[:, columns].contiguous(),
+                "paragraph_starts": paragraph_starts[:, columns].contiguous()}
 
     def __len__(self) -> int:
         return self.num_batches

@@ -16,6 +16,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Optional
 
+import torch
 from fairseq.data import Dictionary, iterators
 from fairseq.dataclass import FairseqDataclass
 from fairseq.distributed import utils as distributed_utils
@@ -65,10 +66,13 @@ class SegatronLMTask(FairseqTask):
             raise FileNotFoundError(f"split '{split}' not found: {prefix}.bin/.idx and its "
                                     ".paragraph/.sentence/.token datasets (run segatron-preprocess)")
         corpus = SegmentIndexedDataset(prefix)
+        num_shards, shard_id = 1, 0
+        if torch.distributed.is_available() and torch.distributed.is_initialized():
+            num_shards = distributed_utils.get_data_parallel_world_size()
+            shard_id = distributed_utils.get_data_parallel_rank()
         self.datasets[split] = SegmentStreamDataset(
             corpus, self.dictionary.eos(), self.dictionary.pad(), self._rows(split), self.cfg.tgt_len,
-            num_shards=distributed_utils.get_data_parallel_world_size(),
-            shard_id=distributed_utils.get_data_parallel_rank(),
+            num_shards=num_shards, shard_id=shard_id,
         )
         dataset = self.datasets[split]
         logger.info(f"{split}: {dataset.num_tokens_total:,} tokens, {dataset.batch_size} rows x "

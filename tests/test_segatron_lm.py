@@ -1,0 +1,181 @@
+"""segatron_lm task + Segatron-XL: stream batching, counters, memory, train/eval-lm/resume/distributed."""
+import re
+import socket
+
+import numpy as np
+import pytest
+import torch
+from fairseq import checkpoint_utils
+
+from conftest import PLUGIN_DIR, run_cli
+from corpus import make_documents, write_wikitext
+from segatron_fairseq.data import SegmentIndexedDataset, SegmentStreamDataset
+
+TRAIN = ["--user-dir", PLUGIN_DIR, "--task", "segatron_lm", "--criterion", "segatron_lm_loss",
+         "--optimizer", "adam", "--lr", 2e-3, "--no-epoch-checkpoints", "--log-format", "simple",
+         "--log-interval", 1, "--cpu", "--seed", 3]
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("segatron_lm")
+    write_wikitext(tmp / "train.txt", make_documents(40, seed=11))
+    write_wikitext(tmp / "valid.txt", make_documents(6, seed=12))
+    run_cli("segatron-preprocess", "--input-format", "wikitext", "--trainpref", tmp / "train.txt",
+            "--validpref", tmp / "valid.txt", "--destdir", tmp / "bin")
+    return tmp
+
+
+def _dictionary(data):
+    from fairseq.data import Dictionary
+
+    return Dictionary.load(str(data / "bin" / "dict.txt"))
+
+
+@pytest.mark.parametrize("batch_size,tgt_len,shards", [(3, 7, 1), (2, 16, 2)])
+def test_stream_rows_cover_every_token_once_in_order(data, batch_size, tgt_len, shards):
+    corpus = SegmentIndexedDataset(str(data / "bin" / "valid"))
+    d = _dictionary(data)
+    tokens = np.concatenate([corpus[i].tokens.numpy() for i in range(len(corpus))])
+    token_index = np.concatenate([corpus[i].token.numpy() for i in range(len(corpus))])
+    sentence_index = np.concatenate([corpus[i].sentence.numpy() for i in range(len(corpus))])
+    targets, sources, sentence_flags, paragraph_flags = [], [], [], []
+    for shard in range(shards):
+        stream = SegmentStreamDataset(corpus, d.eos(), d.pad(), batch_size, tgt_len, shards, shard)
+        batches = [stream.collater([stream[k]]) for k in range(len(stream))]
+        for row in range(batch_size):
+            def row_of(key):
+                return torch.cat([b[key][row] if key == "target" else b["net_input"][key][row] for b in batches])
+            keep = row_of("target") != d.pad()
+            targets.append(row_of("target")[keep])
+            sources.append(row_of("src_tokens")[keep])
+            sentence_flags.append(row_of("sentence_starts")[keep])
+            paragraph_flags.append(row_of("paragraph_starts")[keep])
+    assert torch.cat(targets).tolist() == tokens.tolist()  # every token a target once, in order
+    stream_tokens = np.concatenate([[d.eos()], tokens[:-1]])
+    assert torch.cat(sources).tolist() == stream_tokens.tolist()
+    starts = np.concatenate([[True], token_index[:-1] == 0])
+    assert torch.cat(sentence_flags).tolist() == starts.tolist()
+    para = np.concatenate([[True], (token_index[:-1] == 0) & (sentence_index[:-1] == 0)])
+    assert torch.cat(paragraph_flags).tolist() == para.tolist()
+    assert sum(b["ntokens"] for b in [stream.collater([stream[k]]) for k in range(len(stream))]) > 0
+
+
+def test_counters_continue_across_batches_and_restart_each_epoch(data):
+    from fairseq.data import Dictionary  # noqa: F401
+    from segatron_fairseq.models.segatron_xl import SegatronXLConfig, SegatronXLModel
+    from segatron_fairseq.tasks.segatron_lm import SegatronLMConfig, SegatronLMTask
+
+    task = SegatronLMTask.setup_task(SegatronLMConfig(data=str(data / "bin"), tgt_len=9, batch_size=2,
+                                                      batch_size_valid=2, train_subset="train", seed=1))
+    task.load_dataset("valid")
+    model = SegatronXLModel.build_model(SegatronXLConfig(decoder_layers=1, decoder_embed_dim=24,
+                                                         decoder_attention_heads=2, decoder_head_dim=6,
+                                                         decoder_ffn_embed_dim=16, mem_len=9), task)
+    model.eval()
+    dataset = task.dataset("valid")
+    iterator = task.get_batch_iterator(dataset).next_epoch_itr(shuffle=False)
+    seen = {"sentence": [], "paragraph": []}
+    task.begin_valid_epoch(1, model)
+    with torch.no_grad():
+        for k, sample in enumerate(iterator):
+            if k == 5:
+                break
+            model(**sample["net_input"])
+            memory = model.decoder._memory[False]
+            for part in seen:
+                seen[part].append(memory.last[part].clone())
+            flags = sample["net_input"]
+    # counters = number of starts seen so far in each row
+    for part, key in (("sentence", "sentence_starts"), ("paragraph", "paragraph_starts")):
+        expected = torch.zeros(2, dtype=torch.long)
+        for k in range(5):
+            expected = expected + dataset[k][key].sum(dim=1)
+            assert torch.equal(seen[part][k], expected), (part, k)
+    # memory holds the counters of the last mem_len tokens
+    assert model.decoder._memory[False].counters["sentence"].shape == (2, 9)
+    task.begin_valid_epoch(2, model)
+    assert False not in model.decoder._memory
+    del flags
+
+
+def _eval_lm_loss(out):
+    match = re.search(r"Evaluated ([\d,]+) tokens.*\n.*Loss \(base 2\): ([0-9.]+), Perplexity: ([0-9.]+)", out)
+    return int(match.group(1).replace(",", "")), float(match.group(2)), float(match.group(3))
+
+
+def sequential_loss(checkpoint, corpus_prefix, tgt_len, overrides=None):
+    """Independent evaluation: one row, the split read item by item, fed in order."""
+    models, _ = checkpoint_utils.load_model_ensemble([str(checkpoint)], arg_overrides=overrides)
+    model = models[0].eval()
+    corpus = SegmentIndexedDataset(str(corpus_prefix))
+    dictionary = model.decoder.dictionary
+    tokens, token_index, sentence_index = [], [], []
+    for i in range(len(corpus)):
+        item = corpus[i]
+        tokens += item.tokens.tolist()
+        token_index += item.token.tolist()
+        sentence_index += item.sentence.tolist()
+    source = [dictionary.eos()] + tokens[:-1]
+    sentence_starts = [True] + [t == 0 for t in token_index[:-1]]
+    paragraph_starts = [True] + [t == 0 and s == 0 for t, s in zip(token_index[:-1], sentence_index[:-1])]
+    total = 0.0
+    with torch.no_grad():
+        for start in range(0, len(tokens), tgt_len):
+            cols = slice(start, start + tgt_len)
+            features, _ = model(torch.tensor([source[cols]]), sentence_starts=torch.tensor([sentence_starts[cols]]),
+                                paragraph_starts=torch.tensor([paragraph_starts[cols]]))
+            target = torch.tensor([tokens[cols]])
+            lprobs = model.get_normalized_probs((features, None), log_probs=True, sample={"target": target})
+            total += lprobs.gather(-1, target[..., None]).sum().item()
+    return len(tokens), -total / len(tokens) / np.log(2)
+
+
+@pytest.mark.parametrize("arch,extra", [
+    ("segatron_xl_tiny", []),
+    ("transformer_xl_tiny", ["--adaptive-softmax-cutoff", "40,80", "--adaptive-input",
+                             "--tie-adaptive-weights", "--tie-adaptive-proj"]),
+])
+def test_train_eval_lm_and_resume(data, tmp_path, arch, extra):
+    save = tmp_path / "ckpt"
+    args = [data / "bin", *TRAIN, "--arch", arch, *extra, "--batch-size", 4, "--tgt-len", 12,
+            "--save-dir", save]
+    run_cli("fairseq-train", *args, "--max-update", 25)
+    out = run_cli("fairseq-eval-lm", data / "bin", "--user-dir", PLUGIN_DIR, "--task", "segatron_lm",
+                  "--path", save / "checkpoint_last.pt", "--gen-subset", "valid", "--batch-size", 1,
+                  "--tgt-len", 10, "--cpu")
+    count, loss, ppl = _eval_lm_loss(out)
+    valid = SegmentIndexedDataset(str(data / "bin" / "valid"))
+    assert count == int(valid.sizes.sum())
+    expected_count, expected_loss = sequential_loss(save / "checkpoint_last.pt", data / "bin" / "valid", 10)
+    assert count == expected_count
+    assert loss == pytest.approx(expected_loss, abs=1e-4)
+
+    # a longer memory at evaluation changes the result (the memory is used)
+    out = run_cli("fairseq-eval-lm", data / "bin", "--user-dir", PLUGIN_DIR, "--task", "segatron_lm",
+                  "--path", save / "checkpoint_last.pt", "--gen-subset", "valid", "--batch-size", 1,
+                  "--tgt-len", 10, "--model-overrides", "{'mem_len': 0}", "--cpu")
+    assert _eval_lm_loss(out)[1] != pytest.approx(loss, abs=1e-4)
+
+    # resume continues the same stream from the saved batch
+    out = run_cli("fairseq-train", *args, "--max-update", 30)
+    assert re.search(r"Loaded checkpoint \S+checkpoint_last\.pt \(epoch 1 @ 25 updates\)", out)
+    assert re.search(r"epoch 001:\s+26 / \d+ .*num_updates=26", out), out[-2000:]
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_distributed_two_processes_on_cpu(data, tmp_path):
+    out = run_cli("torchrun", "--nproc_per_node", 2, "--master_addr", "127.0.0.1", "--master_port", _free_port(),
+                  "-m", "fairseq_cli.train", data / "bin", *TRAIN, "--arch", "segatron_xl_tiny",
+                  "--batch-size", 2, "--tgt-len", 12, "--save-dir", tmp_path / "ckpt", "--max-update", 6,
+                  "--distributed-backend", "gloo", "--ddp-backend", "legacy_ddp")
+    assert "initialized host" in out and "as rank 1" in out
+    # each rank reads its own rows: 2 ranks x 2 rows
+    assert re.search(r"train: [\d,]+ tokens, 2 rows x [\d,]+ per shard", out)
+    assert re.search(r"num_updates=6\b.*bsz=4", out) or "bsz=4" in out
+    assert (tmp_path / "ckpt" / "checkpoint_last.pt").exists()

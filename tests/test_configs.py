@@ -1,0 +1,77 @@
+"""Hydra configs: the WikiText-103 configs carry the paper's settings; a tiny one trains."""
+import pytest
+import torch
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+
+from conftest import PLUGIN_DIR, ROOT, run_cli
+from corpus import make_documents, write_wikitext
+
+CONFIG_DIR = str(ROOT / "segatron_fairseq" / "config")
+
+PAPER = {  # ../shared/notes/reference-implementations.md
+    "base": dict(decoder_layers=16, decoder_embed_dim=410, decoder_attention_heads=10, decoder_head_dim=41,
+                 decoder_ffn_embed_dim=2100, dropout=0.1, attention_dropout=0.0, mem_len=150,
+                 adaptive_softmax_factor=1.0, tgt_len=150, batch_size=64, max_update=200000, warmup=0),
+    "large": dict(decoder_layers=18, decoder_embed_dim=1024, decoder_attention_heads=16, decoder_head_dim=64,
+                  decoder_ffn_embed_dim=4096, dropout=0.2, attention_dropout=0.2, mem_len=384,
+                  adaptive_softmax_factor=4.0, tgt_len=384, batch_size=128, max_update=350000, warmup=16000),
+}
+
+
+@pytest.mark.parametrize("size", ["base", "large"])
+@pytest.mark.parametrize("model", ["segatron_xl", "transformer_xl"])
+def test_wt103_configs_compose_with_paper_settings(size, model):
+    from fairseq.dataclass.configs import FairseqConfig
+    from fairseq.dataclass.initialize import add_defaults
+    import segatron_fairseq  # noqa: F401  (registers the task, model and criterion)
+
+    with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
+        cfg = compose(config_name=f"{model}_wt103_{size}", overrides=["task.data=/data"])
+    cfg = OmegaConf.merge(OmegaConf.structured(FairseqConfig), cfg)
+    add_defaults(cfg)
+    expected = PAPER[size]
+    for key in ("decoder_layers", "decoder_embed_dim", "decoder_attention_heads", "decoder_head_dim",
+                "decoder_ffn_embed_dim", "dropout", "attention_dropout", "mem_len", "adaptive_softmax_factor"):
+        assert cfg.model[key] == expected[key], key
+    assert cfg.model.adaptive_softmax_cutoff == "20000,40000,200000"
+    assert cfg.model.tie_adaptive_weights and cfg.model.tie_adaptive_proj
+    assert cfg.model.no_sentence_part == cfg.model.no_paragraph_part == (model == "transformer_xl")
+    assert cfg.task.tgt_len == expected["tgt_len"] and cfg.dataset.batch_size == expected["batch_size"]
+    assert cfg.optimization.max_update == expected["max_update"]
+    assert list(cfg.optimization.lr) == [0.00025] and cfg.optimization.clip_norm == 0.25
+    assert cfg.lr_scheduler._name == "cosine" and cfg.lr_scheduler.warmup_updates == expected["warmup"]
+    assert cfg.common.fp16 and cfg.criterion._name == "segatron_lm_loss"
+
+
+def test_tiny_segatron_config_trains_with_hydra(tmp_path):
+    write_wikitext(tmp_path / "train.txt", make_documents(20, seed=4))
+    run_cli("segatron-preprocess", "--input-format", "wikitext", "--trainpref", tmp_path / "train.txt",
+            "--validpref", tmp_path / "train.txt", "--destdir", tmp_path / "bin")
+    out = run_cli("fairseq-hydra-train", "--config-dir", CONFIG_DIR, "--config-name", "segatron_xl_tiny",
+                  f"task.data={tmp_path / 'bin'}", f"checkpoint.save_dir={tmp_path / 'ckpt'}",
+                  f"common.user_dir={PLUGIN_DIR}", f"hydra.run.dir={tmp_path / 'hydra'}")
+    assert "done training" in out
+    state = torch.load(tmp_path / "ckpt" / "checkpoint_last.pt", map_location="cpu", weights_only=False)
+    assert state["optimizer_history"][-1]["num_updates"] == 20
+    assert state["cfg"]["model"]["_name"] == "segatron_xl"
+
+
+def test_prepare_wikitext103_script(tmp_path):
+    import subprocess
+
+    src = tmp_path / "wikitext-103"
+    src.mkdir()
+    for split, seed in (("train", 1), ("valid", 2), ("test", 3)):
+        write_wikitext(src / f"wiki.{split}.tokens", make_documents(8, seed=seed))
+    dest = tmp_path / "bin"
+    proc = subprocess.run(["bash", str(ROOT / "scripts" / "prepare_wikitext103.sh"), str(src), str(dest), "2"],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    for split in ("train", "valid", "test"):
+        for suffix in ("", ".paragraph", ".sentence", ".token"):
+            assert (dest / f"{split}{suffix}.idx").exists()
+    (src / "wiki.test.tokens").unlink()
+    proc = subprocess.run(["bash", str(ROOT / "scripts" / "prepare_wikitext103.sh"), str(src), str(dest)],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert proc.returncode == 1 and "wiki.test.tokens is missing" in proc.stdout

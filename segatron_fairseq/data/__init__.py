@@ -1,4 +1,14 @@
+from .document_examples import DocumentExampleDataset, SentenceTable
+from .field_dataset import FieldDataset, SumDataset
 from .segment_indexed_dataset import SegmentIndexedDataset, SegmentItem
 from .segment_stream_dataset import SegmentStreamDataset
 
-__all__ = ["SegmentIndexedDataset", "SegmentItem", "SegmentStreamDataset"]
+__all__ = [
+    "DocumentExampleDataset",
+    "FieldDataset",
+    "SegmentIndexedDataset",
+    "SegmentItem",
+    "SegmentStreamDataset",
+    "SentenceTable",
+    "SumDataset",
+]

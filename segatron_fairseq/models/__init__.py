@@ -1,1 +1,1 @@
-from . import segatron_xl  # noqa: F401  (registers the model and its architectures)
+from . import segabert, segatron_xl  # noqa: F401  (register the models and their architectures)

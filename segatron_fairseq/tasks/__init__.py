@@ -1,1 +1,1 @@
-from . import segatron_lm  # noqa: F401  (registers the task)
+from . import segabert_mlm, segatron_lm  # noqa: F401  (register the tasks)

@@ -1,0 +1,131 @@
+"""SegaBERT: a RoBERTa-style encoder whose input sums the token embedding with
+learned paragraph-, sentence- and token-index embeddings (Segatron, Figure 1b).
+
+Built on fairseq's RoBERTa (encoder, LM head, classification heads); only the
+input embedding changes. The indexes come in as ``paragraph_index``,
+``sentence_index`` and ``token_index`` (B, T) next to ``src_tokens``. With
+``--no-segment-positions`` the same code is BERT: ordinary learned absolute
+positions and no index tables (architectures ``segabert_bert_*``: fairseq
+itself registers ``bert_base``/``bert_large`` for its legacy masked_lm model).
+"""
+from fairseq.models import register_model, register_model_architecture
+from fairseq.models.roberta.model import (
+    RobertaEncoder,
+    RobertaModel,
+    base_architecture,
+    roberta_large_architecture,
+)
+from fairseq.modules.transformer_sentence_encoder import init_bert_params
+from fairseq.utils import safe_getattr
+from torch import nn
+
+SEGMENT_TABLES = ("paragraph", "sentence", "token")
+
+
+class SegaBERTEncoder(RobertaEncoder):
+    def __init__(self, args, dictionary):
+        super().__init__(args, dictionary)
+        self.segment_positions = not args.no_segment_positions
+        self.segment_embeddings = nn.ModuleDict()
+        if self.segment_positions:
+            dim = args.encoder_embed_dim
+            for name in SEGMENT_TABLES:
+                table = nn.Embedding(getattr(args, f"max_{name}_index"), dim)
+                init_bert_params(table)
+                self.segment_embeddings[name] = table
+
+    def embed(self, src_tokens, paragraph_index=None, sentence_index=None, token_index=None):
+        """(B, T) ids and indexes -> (B, T, d) sum of token and index embeddings
+        (before fairseq's embedding LayerNorm and dropout)."""
+        embedding = self.sentence_encoder.embed_tokens(src_tokens)
+        if self.segment_positions:
+            indexes = {"paragraph": paragraph_index, "sentence": sentence_index, "token": token_index}
+            for name, table in self.segment_embeddings.items():
+                index = indexes[name]
+                if index is None:
+                    raise ValueError(f"SegaBERT needs {name}_index next to src_tokens (use a segabert_* task)")
+                if index.numel() and int(index.max()) >= table.num_embeddings:
+                    raise ValueError(f"{name}_index {int(index.max())} exceeds the table size "
+                                     f"{table.num_embeddings} (--max-{name}-index)")
+                embedding = embedding + table(index)
+        return embedding
+
+    def forward(self, src_tokens, features_only=False, return_all_hiddens=False, masked_tokens=None,
+                paragraph_index=None, sentence_index=None, token_index=None, **unused):
+        token_embeddings = self.embed(src_tokens, paragraph_index, sentence_index, token_index)
+        x, extra = self.extract_features(src_tokens, return_all_hiddens=return_all_hiddens,
+                                         token_embeddings=token_embeddings)
+        if not features_only:
+            x = self.output_layer(x, masked_tokens=masked_tokens)
+        return x, extra
+
+
+@register_model("segabert")
+class SegaBERTModel(RobertaModel):
+    @staticmethod
+    def add_args(parser):
+        RobertaModel.add_args(parser)
+        parser.add_argument("--max-paragraph-index", type=int, help="paragraph index table size (50)")
+        parser.add_argument("--max-sentence-index", type=int, help="sentence index table size (100)")
+        parser.add_argument("--max-token-index", type=int, help="token index table size (256)")
+        parser.add_argument("--no-segment-positions", action="store_true", default=None,
+                            help="BERT: learned absolute positions instead of the index tables")
+
+    @classmethod
+    def build_model(cls, args, task):
+        segabert_base_architecture(args)
+        if not safe_getattr(args, "max_positions", None):
+            args.max_positions = task.max_positions() or 512
+        return cls(args, SegaBERTEncoder(args, task.source_dictionary))
+
+
+def _segment_defaults(args, segment_positions: bool):
+    if safe_getattr(args, "no_segment_positions", None) is None:
+        args.no_segment_positions = not segment_positions
+    args.max_paragraph_index = safe_getattr(args, "max_paragraph_index", 50)
+    args.max_sentence_index = safe_getattr(args, "max_sentence_index", 100)
+    args.max_token_index = safe_getattr(args, "max_token_index", 256)
+    # SegaBERT replaces absolute positions by the token index within the sentence
+    args.no_token_positional_embeddings = not args.no_segment_positions
+
+
+@register_model_architecture("segabert", "segabert_base")
+def segabert_base_architecture(args):
+    _segment_defaults(args, segment_positions=True)
+    base_architecture(args)
+
+
+@register_model_architecture("segabert", "segabert_large")
+def segabert_large_architecture(args):
+    _segment_defaults(args, segment_positions=True)
+    roberta_large_architecture(args)
+
+
+@register_model_architecture("segabert", "segabert_bert_base")
+def bert_base_architecture(args):
+    _segment_defaults(args, segment_positions=False)
+    base_architecture(args)
+
+
+@register_model_architecture("segabert", "segabert_bert_large")
+def bert_large_architecture(args):
+    _segment_defaults(args, segment_positions=False)
+    roberta_large_architecture(args)
+
+
+@register_model_architecture("segabert", "segabert_tiny")
+def segabert_tiny_architecture(args):
+    args.encoder_layers = safe_getattr(args, "encoder_layers", 2)
+    args.encoder_embed_dim = safe_getattr(args, "encoder_embed_dim", 64)
+    args.encoder_ffn_embed_dim = safe_getattr(args, "encoder_ffn_embed_dim", 128)
+    args.encoder_attention_heads = safe_getattr(args, "encoder_attention_heads", 4)
+    segabert_base_architecture(args)
+
+
+@register_model_architecture("segabert", "segabert_bert_tiny")
+def bert_tiny_architecture(args):
+    _segment_defaults(args, segment_positions=False)
+    segabert_tiny_architecture(args)
+
+
+__all__ = ["SegaBERTEncoder", "SegaBERTModel"]

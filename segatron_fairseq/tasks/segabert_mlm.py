@@ -1,0 +1,159 @@
+"""Task ``segabert_mlm``: SegaBERT masked-LM pre-training on document examples.
+
+Reads ``segatron-preprocess`` output; examples come from
+``DocumentExampleDataset`` (whole sentences of one document, no NSP), masking
+from fairseq's ``MaskTokensDataset`` (deterministic per seed, epoch and
+index), the loss from fairseq's ``masked_lm`` criterion. Each batch also
+counts the examples whose segment indexes had to be shifted or clipped to fit
+the embedding tables; they are logged as ``index_shifted`` / ``index_clipped``.
+"""
+import json
+import logging
+import os
+from dataclasses import dataclass, field
+
+import torch
+from fairseq import metrics
+from fairseq.data import (
+    Dictionary,
+    IdDataset,
+    MaskTokensDataset,
+    NestedDictionaryDataset,
+    NumelDataset,
+    NumSamplesDataset,
+    RightPadDataset,
+)
+from fairseq.dataclass import FairseqDataclass
+from fairseq.tasks import FairseqTask, register_task
+from omegaconf import II
+
+from segatron_fairseq.data import DocumentExampleDataset, FieldDataset, SegmentIndexedDataset, SumDataset
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class SegaBERTMLMConfig(FairseqDataclass):
+    data: str = field(default="???", metadata={"help": "segatron-preprocess output directory"})
+    tokens_per_sample: int = field(default=512, metadata={"help": "example length with [CLS] and [SEP]"})
+    examples_per_epoch: int = field(default=0, metadata={"help": "0: about one pass over the tokens"})
+    mask_prob: float = field(default=0.15, metadata={"help": "probability of masking a token"})
+    leave_unmasked_prob: float = field(default=0.1, metadata={"help": "of those, kept unchanged"})
+    random_token_prob: float = field(default=0.1, metadata={"help": "of those, replaced at random"})
+    mask_whole_words: bool = field(default=False, metadata={"help": "mask whole words (sentencepiece ▁)"})
+    max_paragraph_index: int = field(default=50, metadata={"help": "paragraph index table size"})
+    max_sentence_index: int = field(default=100, metadata={"help": "sentence index table size"})
+    max_token_index: int = field(default=256, metadata={"help": "token index table size"})
+    seed: int = II("common.seed")
+
+
+def load_dictionary_with_mask(data: str) -> Dictionary:
+    path = os.path.join(data, "dict.txt")
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{path} not found: SegaBERT tasks read a segatron-preprocess directory")
+    dictionary = Dictionary.load(path)
+    dictionary.add_symbol("<mask>")
+    return dictionary
+
+
+def whole_word_starts(data: str, dictionary: Dictionary) -> torch.Tensor:
+    """1 for symbols that begin a word: every symbol when the corpus was
+    binarized without sub-words, sentencepiece pieces starting with ▁."""
+    metadata_path = os.path.join(data, "segatron_preprocess.json")
+    bpe = "none"
+    if os.path.isfile(metadata_path):
+        with open(metadata_path) as f:
+            bpe = json.load(f).get("bpe", "none")
+    if bpe == "none":
+        return torch.ones(len(dictionary), dtype=torch.uint8)
+    starts = [i < dictionary.nspecial or dictionary[i].startswith("\u2581") or dictionary[i] == "<mask>"
+              for i in range(len(dictionary))]
+    return torch.tensor(starts, dtype=torch.uint8)
+
+
+@register_task("segabert_mlm", dataclass=SegaBERTMLMConfig)
+class SegaBERTMLMTask(FairseqTask):
+    def __init__(self, cfg: SegaBERTMLMConfig, dictionary: Dictionary):
+        super().__init__(cfg)
+        self.dictionary = dictionary
+        self.mask_idx = dictionary.index("<mask>")
+
+    @classmethod
+    def setup_task(cls, cfg: SegaBERTMLMConfig, **kwargs):
+        dictionary = load_dictionary_with_mask(cfg.data)
+        logger.info(f"dictionary: {len(dictionary)} types")
+        return cls(cfg, dictionary)
+
+    @property
+    def index_limits(self):
+        return {"paragraph": self.cfg.max_paragraph_index, "sentence": self.cfg.max_sentence_index,
+                "token": self.cfg.max_token_index}
+
+    def build_model(self, cfg, from_checkpoint=False):
+        model = super().build_model(cfg, from_checkpoint)
+        tables = getattr(getattr(model, "encoder", None), "segment_embeddings", {})
+        for name, limit in self.index_limits.items():
+            table = tables[name] if name in tables else None
+            if table is not None and table.num_embeddings < limit:
+                raise ValueError(f"the model's {name} table has {table.num_embeddings} rows but the task "
+                                 f"allows indexes up to {limit - 1} (--max-{name}-index)")
+        return model
+
+    def load_dataset(self, split: str, epoch: int = 1, combine: bool = False, **kwargs):
+        prefix = os.path.join(self.cfg.data, split)
+        if not SegmentIndexedDataset.exists(prefix):
+            raise FileNotFoundError(f"split '{split}' not found: {prefix} (run segatron-preprocess)")
+        examples = DocumentExampleDataset(
+            SegmentIndexedDataset(prefix), self.dictionary.bos(), self.dictionary.eos(),
+            self.cfg.tokens_per_sample, self.index_limits, self.cfg.seed, self.cfg.examples_per_epoch,
+        )
+        logger.info(f"{split}: {len(examples):,} examples from {len(examples.table.document_first):,} documents, "
+                    f"{len(examples.table.starts):,} sentences")
+        source, target = MaskTokensDataset.apply_mask(
+            FieldDataset(examples, "tokens"), self.dictionary, pad_idx=self.dictionary.pad(),
+            mask_idx=self.mask_idx, seed=self.cfg.seed, mask_prob=self.cfg.mask_prob,
+            leave_unmasked_prob=self.cfg.leave_unmasked_prob, random_token_prob=self.cfg.random_token_prob,
+            mask_whole_words=whole_word_starts(self.cfg.data, self.dictionary) if self.cfg.mask_whole_words else None,
+        )
+        pad = self.dictionary.pad()
+        self.datasets[split] = NestedDictionaryDataset(
+            {
+                "id": IdDataset(),
+                "net_input": {
+                    "src_tokens": RightPadDataset(source, pad_idx=pad),
+                    "src_lengths": NumelDataset(source, reduce=False),
+                    **{f"{name}_index": RightPadDataset(FieldDataset(examples, name), pad_idx=0)
+                       for name in self.index_limits},
+                },
+                "target": RightPadDataset(target, pad_idx=pad),
+                "nsentences": NumSamplesDataset(),
+                "ntokens": NumelDataset(source, reduce=True),
+                "index_shifted": SumDataset(examples, "shifted"),
+                "index_clipped": SumDataset(examples, "clipped"),
+            },
+            sizes=[examples.sizes],
+        )
+
+    def train_step(self, sample, model, criterion, optimizer, update_num, ignore_grad=False):
+        loss, sample_size, logging_output = super().train_step(
+            sample, model, criterion, optimizer, update_num, ignore_grad)
+        logging_output["index_shifted"] = int(sample["index_shifted"])
+        logging_output["index_clipped"] = int(sample["index_clipped"])
+        return loss, sample_size, logging_output
+
+    def reduce_metrics(self, logging_outputs, criterion):
+        super().reduce_metrics(logging_outputs, criterion)
+        for key in ("index_shifted", "index_clipped"):
+            if any(key in log for log in logging_outputs):
+                metrics.log_scalar_sum(key, sum(log.get(key, 0) for log in logging_outputs))
+
+    @property
+    def source_dictionary(self):
+        return self.dictionary
+
+    @property
+    def target_dictionary(self):
+        return self.dictionary
+
+    def max_positions(self):
+        return self.cfg.tokens_per_sample

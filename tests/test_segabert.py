@@ -1,0 +1,180 @@
+"""SegaBERT: embeddings, document examples, index rule, masking, pre-training."""
+import re
+import socket
+
+import numpy as np
+import pytest
+import torch
+from fairseq.data import Dictionary
+
+from conftest import PLUGIN_DIR, run_cli
+from corpus import make_documents, write_wikitext
+from segatron_fairseq.data import DocumentExampleDataset, SegmentIndexedDataset
+
+LIMITS = {"paragraph": 50, "sentence": 100, "token": 256}
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("segabert")
+    documents = make_documents(30, seed=21)
+    # one document with more than 50 paragraphs, to exercise the index rule
+    documents.append([("title", [["=", "Long", "="]])] + [("text", [["Word", str(k % 7), "."]]) for k in range(70)])
+    write_wikitext(tmp / "train.txt", documents)
+    write_wikitext(tmp / "valid.txt", make_documents(5, seed=22))
+    run_cli("segatron-preprocess", "--input-format", "wikitext", "--trainpref", tmp / "train.txt",
+            "--validpref", tmp / "valid.txt", "--destdir", tmp / "bin")
+    return tmp
+
+
+def _examples(data, max_tokens=48, seed=1):
+    d = Dictionary.load(str(data / "bin" / "dict.txt"))
+    corpus = SegmentIndexedDataset(str(data / "bin" / "train"))
+    return d, corpus, DocumentExampleDataset(corpus, d.bos(), d.eos(), max_tokens, LIMITS, seed)
+
+
+def test_examples_are_whole_sentences_of_one_document(data):
+    d, corpus, examples = _examples(data)
+    tokens = corpus.token_array()
+    table = examples.table
+    for epoch in (1, 2):
+        examples.set_epoch(epoch)
+        for i in range(len(examples)):
+            first, end = examples.first_sentence[i], examples.end_sentence[i]
+            assert len(set(table.document[first:end])) == 1  # never across documents
+            item = examples[i]
+            assert len(item["tokens"]) == examples.sizes[i] <= 48
+            expected = [t for k in range(first, end) for t in tokens[table.starts[k]:table.stops[k]] if t != d.eos()]
+            body = item["tokens"][1:-1].tolist()
+            assert body == expected[:46]
+            # whole sentences unless a single sentence was too long
+            if len(expected) <= 46 and end < table.document_first[table.document[first]] + \
+                    table.document_sentences[table.document[first]]:
+                assert len(expected) + table.lengths[end] > 46
+
+
+def test_cls_and_sep_take_the_indexes_of_their_neighbours(data):
+    d, corpus, examples = _examples(data)
+    for i in range(len(examples)):
+        item = examples[i]
+        assert item["tokens"][0] == d.bos() and item["tokens"][-1] == d.eos()
+        for name in ("paragraph", "sentence", "token"):
+            values = item[name]
+            assert values[0] == values[1] and values[-1] == values[-2]
+            assert len(values) == len(item["tokens"])
+
+
+def test_index_rule_shifts_then_clips():
+    fit = DocumentExampleDataset._fit
+    values, shifted, clipped = fit(None, np.array([48, 49, 50, 51]), 50)
+    assert values.tolist() == [46, 47, 48, 49] and shifted and not clipped
+    values, shifted, clipped = fit(None, np.array([0, 3, 60]), 50)
+    assert values.tolist() == [0, 3, 49] and not shifted and clipped
+    values, shifted, clipped = fit(None, np.array([5, 60]), 50)
+    assert values.tolist() == [0, 49] and shifted and clipped
+    values, shifted, clipped = fit(None, np.array([1, 2]), 50)
+    assert values.tolist() == [1, 2] and not shifted and not clipped
+
+
+def test_examples_fit_the_tables_and_count_adjustments(data):
+    d, corpus, examples = _examples(data, max_tokens=64)
+    adjusted = 0
+    for i in range(len(examples)):
+        item = examples[i]
+        for name, limit in LIMITS.items():
+            assert int(item[name].max()) < limit and int(item[name].min()) >= 0
+        adjusted += item["shifted"] + item["clipped"]
+    assert adjusted > 0  # the long document has paragraphs 50..70
+
+
+def test_examples_depend_on_seed_epoch_and_index_only(data):
+    _, _, a = _examples(data, seed=3)
+    _, _, b = _examples(data, seed=3)
+    b.set_epoch(2)
+    b.set_epoch(1)
+    assert all(torch.equal(a[i]["tokens"], b[i]["tokens"]) for i in range(len(a)))
+    b.set_epoch(2)
+    assert not all(torch.equal(a[i]["tokens"], b[i]["tokens"]) for i in range(len(a)))
+
+
+def test_embedding_is_the_sum_of_four_tables(data):
+    from segatron_fairseq.tasks.segabert_mlm import SegaBERTMLMConfig, SegaBERTMLMTask
+    from fairseq import options
+
+    task = SegaBERTMLMTask.setup_task(SegaBERTMLMConfig(data=str(data / "bin"), tokens_per_sample=64, seed=1))
+    for arch, segments in (("segabert_tiny", True), ("segabert_bert_tiny", False)):
+        parser = options.get_training_parser()
+        args = options.parse_args_and_arch(parser, [str(data / "bin"), "--user-dir", str(PLUGIN_DIR), "--task",
+                                                    "segabert_mlm", "--arch", arch, "--tokens-per-sample", "64"])
+        model = task.build_model(args)
+        encoder = model.encoder
+        src = torch.tensor([[0, 5, 6, 7, 2]])
+        p, s, t = torch.tensor([[1, 1, 1, 2, 2]]), torch.tensor([[0, 0, 1, 0, 0]]), torch.tensor([[0, 0, 0, 0, 0]])
+        expected = encoder.sentence_encoder.embed_tokens(src)
+        if segments:
+            tables = encoder.segment_embeddings
+            expected = expected + tables["paragraph"](p) + tables["sentence"](s) + tables["token"](t)
+            assert encoder.sentence_encoder.embed_positions is None
+            assert [tables[n].num_embeddings for n in ("paragraph", "sentence", "token")] == [50, 100, 256]
+        else:
+            assert encoder.sentence_encoder.embed_positions is not None and len(encoder.segment_embeddings) == 0
+        assert torch.equal(encoder.embed(src, p, s, t), expected)
+
+
+def test_masking_rates_and_determinism(data):
+    from segatron_fairseq.tasks.segabert_mlm import SegaBERTMLMConfig, SegaBERTMLMTask
+
+    task = SegaBERTMLMTask.setup_task(SegaBERTMLMConfig(data=str(data / "bin"), tokens_per_sample=64, seed=7,
+                                                        examples_per_epoch=2000))
+    task.load_dataset("train")
+    dataset = task.dataset("train")
+    dataset.set_epoch(1)
+    masked = kept = randomised = total = 0
+    for i in range(len(dataset)):
+        item = dataset[i]
+        source, target = item["net_input.src_tokens"], item["target"]
+        chosen = target != task.dictionary.pad()
+        total += len(source) - 2
+        masked += int(chosen.sum())
+        kept += int((chosen & (source == target)).sum())
+        randomised += int((chosen & (source != target) & (source != task.mask_idx)).sum())
+    assert masked / total == pytest.approx(0.15, abs=0.01)
+    assert kept / masked == pytest.approx(0.1, abs=0.02)
+    assert randomised / masked == pytest.approx(0.1, abs=0.02)
+    again = dataset[5]["net_input.src_tokens"]
+    dataset.set_epoch(2)
+    dataset.set_epoch(1)
+    assert torch.equal(dataset[5]["net_input.src_tokens"], again)
+
+
+TRAIN = ["--user-dir", PLUGIN_DIR, "--task", "segabert_mlm", "--criterion", "masked_lm", "--optimizer", "adam",
+         "--lr", 3e-3, "--no-epoch-checkpoints", "--log-format", "simple", "--log-interval", 10, "--cpu",
+         "--tokens-per-sample", 48, "--batch-size", 8, "--seed", 1]
+
+
+def test_tiny_model_overfits_a_tiny_corpus(tmp_path):
+    write_wikitext(tmp_path / "train.txt", make_documents(4, seed=5))
+    run_cli("segatron-preprocess", "--input-format", "wikitext", "--trainpref", tmp_path / "train.txt",
+            "--validpref", tmp_path / "train.txt", "--destdir", tmp_path / "bin")
+    out = run_cli("fairseq-train", tmp_path / "bin", *TRAIN, "--arch", "segabert_tiny", "--max-update", 300,
+                  "--dropout", 0, "--attention-dropout", 0, "--save-dir", tmp_path / "ckpt",
+                  "--examples-per-epoch", 2400)  # one epoch of 300 batches, validated at its end
+    losses = [float(x) for x in re.findall(r"valid on 'valid' subset \| loss ([0-9.]+)", out)]
+    first = float(re.search(r"train_inner .*?loss=([0-9.]+)", out).group(1))
+    assert first > 5 and losses[-1] < 2.0, (first, losses)
+    assert "index_shifted=" in out
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_distributed_two_processes_on_cpu(data, tmp_path):
+    out = run_cli("torchrun", "--nproc_per_node", 2, "--master_addr", "127.0.0.1", "--master_port", _free_port(),
+                  "-m", "fairseq_cli.train", data / "bin", *TRAIN, "--arch", "segabert_tiny", "--max-update", 5,
+                  "--save-dir", tmp_path / "ckpt", "--distributed-backend", "gloo",
+                  "--ddp-backend", "legacy_ddp")
+    assert "as rank 1" in out and re.search(r"num_updates[ =]5\b", out)
+    assert (tmp_path / "ckpt" / "checkpoint_last.pt").exists()

@@ -1,1 +1,1 @@
-from . import segatron_lm_loss  # noqa: F401  (registers the criterion)
+from . import segabert_sentence_prediction, segatron_lm_loss  # noqa: F401  (register the criterions)

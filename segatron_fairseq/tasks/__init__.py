@@ -1,1 +1,1 @@
-from . import segabert_mlm, segatron_lm  # noqa: F401  (register the tasks)
+from . import segabert_mlm, segabert_sentence_prediction, segatron_lm  # noqa: F401  (register the tasks)

@@ -1,0 +1,84 @@
+"""Classification / regression examples in SegaBERT's fine-tuning layout.
+
+One text:  [CLS] a_1 .. a_n [SEP]            paragraph 0, sentence 0
+Two texts: [CLS] a_1 .. a_n [SEP] b_1 .. b_m [SEP]
+           a: paragraph 0, sentence 0;  b: paragraph 1, sentence 0
+Token indexes count within each text from 0; [CLS] and [SEP] take the indexes
+of their neighbouring token on the left ([CLS]: the first token's).
+"""
+from typing import List, Sequence, Tuple
+
+import numpy as np
+import torch
+from fairseq.data import FairseqDataset, data_utils
+
+
+def segment_layout(texts: Sequence[Sequence[int]], bos: int, eos: int, max_positions: int,
+                   max_token_index: int) -> Tuple[List[int], List[int], List[int], List[int]]:
+    """Token ids and (paragraph, sentence, token) indexes of one example. The
+    longest text is shortened until the example fits ``max_positions``; token
+    indexes above the table are clipped."""
+    texts = [list(t) for t in texts]
+    budget = max_positions - 1 - len(texts)
+    while sum(len(t) for t in texts) > budget:
+        longest = max(range(len(texts)), key=lambda k: len(texts[k]))
+        texts[longest].pop()
+    tokens, paragraph, sentence, token = [bos], [0], [0], [0]
+    for number, text in enumerate(texts):
+        for position, symbol in enumerate(text):
+            tokens.append(symbol)
+            paragraph.append(number)
+            sentence.append(0)
+            token.append(min(position, max_token_index - 1))
+        tokens.append(eos)
+        paragraph.append(paragraph[-1])
+        sentence.append(0)
+        token.append(token[-1])
+    return tokens, paragraph, sentence, token
+
+
+class SentencePredictionDataset(FairseqDataset):
+    def __init__(self, examples: List[Tuple[List[int], List[int], List[int], List[int]]], targets: List,
+                 pad: int, regression: bool):
+        self.examples, self.targets = examples, targets
+        self.pad, self.regression = pad, regression
+        self.sizes = np.array([len(e[0]) for e in examples], dtype=np.int64)
+
+    def __getitem__(self, index):
+        return index
+
+    def __len__(self):
+        return len(self.examples)
+
+    def num_tokens(self, index):
+        return int(self.sizes[index])
+
+    def size(self, index):
+        return int(self.sizes[index])
+
+    def collater(self, indices):
+        if not indices:
+            return {}
+        fields = list(zip(*(self.examples[i] for i in indices)))
+
+        def pad(values, pad_idx):
+            return data_utils.collate_tokens([torch.tensor(v) for v in values], pad_idx)
+
+        src_tokens = pad(fields[0], self.pad)
+        dtype = torch.float if self.regression else torch.long
+        return {
+            "id": torch.tensor(indices),
+            "nsentences": len(indices),
+            "ntokens": int(src_tokens.ne(self.pad).sum()),
+            "net_input": {
+                "src_tokens": src_tokens,
+                "src_lengths": torch.tensor([len(t) for t in fields[0]]),
+                "paragraph_index": pad(fields[1], 0),
+                "sentence_index": pad(fields[2], 0),
+                "token_index": pad(fields[3], 0),
+            },
+            "target": torch.tensor([self.targets[i] for i in indices], dtype=dtype),
+        }
+
+    def ordered_indices(self):
+        return np.argsort(self.sizes, kind="stable")

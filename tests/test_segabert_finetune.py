@@ -1,0 +1,138 @@
+"""SegaBERT fine-tuning: layout, GLUE TSV reading, metrics, and a rule that needs paragraph indexes."""
+import random
+import re
+
+import numpy as np
+import pytest
+
+from conftest import PLUGIN_DIR, run_cli
+from segatron_fairseq.criterions.segabert_sentence_prediction import (
+    f1_score,
+    matthews_correlation,
+    pearson,
+    spearman,
+)
+from segatron_fairseq.data.glue_tsv import GLUE_TASKS, read_tsv
+from segatron_fairseq.data.sentence_prediction_dataset import segment_layout
+
+
+def test_pair_layout_follows_the_paper():
+    tokens, paragraph, sentence, token = segment_layout([[10, 11, 12], [20, 21]], bos=0, eos=2,
+                                                        max_positions=512, max_token_index=256)
+    assert tokens == [0, 10, 11, 12, 2, 20, 21, 2]
+    assert paragraph == [0, 0, 0, 0, 0, 1, 1, 1]
+    assert sentence == [0] * 8
+    assert token == [0, 0, 1, 2, 2, 0, 1, 1]
+    tokens, paragraph, _, token = segment_layout([[5] * 10], bos=0, eos=2, max_positions=6, max_token_index=3)
+    assert tokens == [0, 5, 5, 5, 5, 2] and paragraph == [0] * 6 and token == [0, 0, 1, 2, 2, 2]
+
+
+def test_truncation_shortens_the_longest_text():
+    tokens, paragraph, _, _ = segment_layout([[1] * 10, [3] * 4], bos=0, eos=2, max_positions=11,
+                                             max_token_index=256)
+    assert len(tokens) == 11 and paragraph.count(0) == 1 + 4 + 1 and paragraph.count(1) == 4 + 1
+
+
+def test_metrics_on_hand_computed_cases():
+    p, t = np.array([1, 1, 0, 0, 1]), np.array([1, 0, 0, 1, 1])
+    # tp=2 fp=1 fn=1 tn=1
+    assert f1_score(p, t) == pytest.approx(2 * 2 / (2 * 2 + 1 + 1))
+    assert matthews_correlation(p, t) == pytest.approx((2 * 1 - 1 * 1) / np.sqrt(3 * 3 * 2 * 2))
+    x, y = np.array([1.0, 2.0, 3.0, 4.0]), np.array([2.0, 4.0, 5.0, 9.0])
+    expected = np.corrcoef(x, y)[0, 1]
+    assert pearson(x, y) == pytest.approx(expected)
+    assert spearman(x, np.array([10.0, 20.0, 30.0, 1000.0])) == pytest.approx(1.0)
+    # ties take average ranks: ranks of [1, 2, 2, 3] are [0, 1.5, 1.5, 3]
+    assert spearman(np.array([1.0, 2.0, 2.0, 3.0]), np.array([0.0, 1.5, 1.5, 3.0])) == pytest.approx(1.0)
+
+
+def test_glue_presets_read_their_files(tmp_path):
+    (tmp_path / "cola.tsv").write_text("gj04\t1\t\tThe sailors rode the breeze clear of the rocks .\n"
+                                       "gj04\t0\t*\tThe more we study verbs , the crazier they get get .\n")
+    rows = read_tsv(str(tmp_path / "cola.tsv"), GLUE_TASKS["CoLA"])
+    assert rows[0] == (["The sailors rode the breeze clear of the rocks ."], "1") and rows[1][1] == "0"
+    header = "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore\n"
+    (tmp_path / "stsb.tsv").write_text(header + "0\tmain-captions\tMSRvid\t2012test\t0001\tnone\tnone\t"
+                                       "A plane is taking off .\tAn air plane is taking off .\t5.000\n")
+    assert read_tsv(str(tmp_path / "stsb.tsv"), GLUE_TASKS["STS-B"]) == [
+        (["A plane is taking off .", "An air plane is taking off ."], "5.000")]
+    (tmp_path / "bad.tsv").write_text("sentence\tlabel\nonly one column\n")
+    with pytest.raises(ValueError, match=r"bad\.tsv: line 2 has 1 columns"):
+        read_tsv(str(tmp_path / "bad.tsv"), GLUE_TASKS["SST-2"])
+
+
+WORDS = [f"w{i}" for i in range(12)]
+
+
+def _pair(rng):
+    a = [rng.choice(WORDS) for _ in range(rng.randint(3, 6))]
+    b = [rng.choice(WORDS) for _ in range(rng.randint(3, 6))]
+    label = rng.randint(0, 1)
+    target = b if label else a
+    target.insert(rng.randint(0, len(target)), "key")
+    return " ".join(a), " ".join(b), str(label)
+
+
+@pytest.fixture(scope="module")
+def pretrained(tmp_path_factory):
+    """A SegaBERT checkpoint pre-trained for a few steps on text with the task's words."""
+    tmp = tmp_path_factory.mktemp("pretrained")
+    rng = random.Random(0)
+    with open(tmp / "corpus.txt", "w") as f:
+        for d in range(30):
+            if d:
+                f.write("\n")
+            for _ in range(4):
+                f.write(" ".join(rng.choice(WORDS + ["key"]) for _ in range(12)) + " .\n")
+    run_cli("segatron-preprocess", "--input-format", "lines", "--trainpref", tmp / "corpus.txt",
+            "--validpref", tmp / "corpus.txt", "--destdir", tmp / "bin")
+    run_cli("fairseq-train", tmp / "bin", "--user-dir", PLUGIN_DIR, "--task", "segabert_mlm", "--criterion",
+            "masked_lm", "--arch", "segabert_tiny", "--tokens-per-sample", 32, "--batch-size", 8, "--optimizer",
+            "adam", "--lr", 1e-3, "--max-update", 10, "--save-dir", tmp / "ckpt", "--no-epoch-checkpoints",
+            "--cpu", "--disable-validation")
+    return tmp
+
+
+def _write_task(path, n, seed):
+    rng = random.Random(seed)
+    with open(path, "w") as f:
+        f.write("sentence1\tsentence2\tlabel\n")
+        for _ in range(n):
+            f.write("\t".join(_pair(rng)) + "\n")
+
+
+def _finetune(pretrained, glue, save, arch):
+    return run_cli(
+        "fairseq-train", glue, "--user-dir", PLUGIN_DIR, "--task", "segabert_sentence_prediction",
+        "--pretrain-data", pretrained / "bin", "--text-columns", "0,1", "--label-column", 2, "--header",
+        "--metrics", "accuracy,f1,mcc", "--criterion", "segabert_sentence_prediction", "--arch", arch,
+        "--restore-file", pretrained / "ckpt" / "checkpoint_last.pt", "--reset-optimizer", "--reset-dataloader",
+        "--reset-meters", "--reset-lr-scheduler", "--batch-size", 16, "--optimizer", "adam", "--lr", 2e-3,
+        "--max-epoch", 12, "--save-dir", save, "--no-epoch-checkpoints", "--no-save", "--log-format", "simple",
+        "--cpu", "--seed", 1, "--dropout", 0, "--attention-dropout", 0, "--best-checkpoint-metric", "accuracy",
+        "--maximize-best-checkpoint-metric")
+
+
+def test_finetuning_learns_a_rule_on_paragraph_membership(pretrained, tmp_path):
+    glue = tmp_path / "glue"
+    glue.mkdir()
+    _write_task(glue / "train.tsv", 400, seed=1)
+    _write_task(glue / "dev.tsv", 100, seed=2)
+    out = _finetune(pretrained, glue, tmp_path / "ft", "segabert_tiny")
+    assert "Loaded checkpoint" in out and "labels ['0', '1']" in out
+    last = re.findall(r"valid on 'valid' subset .*?accuracy ([0-9.]+).*?f1 ([0-9.]+) \| mcc ([0-9.-]+)", out)
+    accuracy, f1, mcc = map(float, last[-1])
+    assert accuracy >= 90.0 and f1 >= 85.0 and mcc >= 0.7 * 100, last[-1]
+
+
+def test_unknown_label_names_the_file_and_example(pretrained, tmp_path):
+    glue = tmp_path / "glue"
+    glue.mkdir()
+    _write_task(glue / "train.tsv", 20, seed=1)
+    (glue / "dev.tsv").write_text("sentence1\tsentence2\tlabel\nw1 w2\tw3\tmaybe\n")
+    out = run_cli("fairseq-train", glue, "--user-dir", PLUGIN_DIR, "--task", "segabert_sentence_prediction",
+                  "--pretrain-data", pretrained / "bin", "--text-columns", "0,1", "--label-column", 2, "--header",
+                  "--criterion", "segabert_sentence_prediction", "--arch", "segabert_tiny", "--batch-size", 4,
+                  "--optimizer", "adam", "--lr", 1e-3, "--max-update", 1, "--save-dir", tmp_path / "ft",
+                  "--cpu", expect_ok=False)
+    assert "dev.tsv: example 1: label 'maybe' is not one of ['0', '1']" in out

@@ -75,3 +75,30 @@ def test_prepare_wikitext103_script(tmp_path):
     proc = subprocess.run(["bash", str(ROOT / "scripts" / "prepare_wikitext103.sh"), str(src), str(dest)],
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert proc.returncode == 1 and "wiki.test.tokens is missing" in proc.stdout
+
+
+@pytest.mark.parametrize("name,arch,steps", [("segabert_base", "segabert_base", 500000),
+                                             ("segabert_bert_base", "segabert_bert_base", 500000),
+                                             ("segabert_large", "segabert_large", 1000000)])
+def test_segabert_configs_carry_the_paper_optimisation(name, arch, steps):
+    with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
+        cfg = compose(config_name=name, overrides=["task.data=/data"])
+    assert cfg.model._name == arch and cfg.task._name == "segabert_mlm" and cfg.criterion == "masked_lm"
+    assert list(cfg.optimization.lr) == [0.0001] and cfg.optimizer.adam_betas == "(0.9,0.999)"
+    assert cfg.optimizer.weight_decay == 0.01 and cfg.lr_scheduler._name == "polynomial_decay"
+    assert cfg.lr_scheduler.power == 1.0 and cfg.lr_scheduler.end_learning_rate == 0.0
+    assert cfg.lr_scheduler.warmup_updates == steps // 100 and cfg.optimization.max_update == steps
+    assert cfg.task.tokens_per_sample == 512 and cfg.task.mask_prob == 0.15
+
+
+def test_tiny_segabert_config_trains_with_hydra(tmp_path):
+    write_wikitext(tmp_path / "train.txt", make_documents(20, seed=4))
+    run_cli("segatron-preprocess", "--input-format", "wikitext", "--trainpref", tmp_path / "train.txt",
+            "--validpref", tmp_path / "train.txt", "--destdir", tmp_path / "bin")
+    out = run_cli("fairseq-hydra-train", "--config-dir", CONFIG_DIR, "--config-name", "segabert_tiny",
+                  f"task.data={tmp_path / 'bin'}", f"checkpoint.save_dir={tmp_path / 'ckpt'}",
+                  f"common.user_dir={PLUGIN_DIR}", f"hydra.run.dir={tmp_path / 'hydra'}")
+    assert "done training" in out
+    state = torch.load(tmp_path / "ckpt" / "checkpoint_last.pt", map_location="cpu", weights_only=False)
+    assert state["optimizer_history"][-1]["num_updates"] == 20
+    assert "encoder.segment_embeddings.paragraph.weight" in state["model"]

@@ -13,10 +13,10 @@ counts. Prints tokens/s, peak memory and Segatron-XL / Transformer-XL ratios.
 import argparse
 import json
 import os
-import resource
-import subprocess
 import sys
 import time
+
+from bench_common import peak_memory_mib, report, run_interleaved
 
 VARIANTS = {"transformer_xl": (True, True), "segatron_xl": (False, False)}  # (no_sentence, no_paragraph)
 
@@ -81,10 +81,8 @@ def measure(args) -> dict:
     if device.type == "cuda":
         torch.cuda.synchronize()
     elapsed = time.perf_counter() - start
-    peak = (torch.cuda.max_memory_allocated() if device.type == "cuda"
-            else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
     return {"variant": args.variant, "tokens_per_s": args.steps * args.batch_size * args.tgt_len / elapsed,
-            "peak_mib": peak / 2**20, "device": torch.cuda.get_device_name() if device.type == "cuda" else "cpu",
+            "peak_mib": peak_memory_mib(device), "device": torch.cuda.get_device_name() if device.type == "cuda" else "cpu",
             "params": sum(p.numel() for p in model.parameters())}
 
 
@@ -108,24 +106,11 @@ def main():
     if args.variant:
         print(json.dumps(measure(args)))
         return
-    best = {}
-    for round_number in range(args.repeats):
-        for variant in VARIANTS:
-            cmd = [sys.executable, __file__, *sys.argv[1:], "--variant", variant]
-            out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True).stdout
-            result = json.loads(out.strip().splitlines()[-1])
-            print(f"round {round_number + 1}: {variant:<15} {result['tokens_per_s']:>10,.0f} tokens/s  "
-                  f"peak {result['peak_mib']:>8,.0f} MiB", flush=True)
-            if variant not in best or result["tokens_per_s"] > best[variant]["tokens_per_s"]:
-                best[variant] = result
+    best = run_interleaved(__file__, sys.argv[1:], list(VARIANTS), args.repeats)
     xl, seg = best["transformer_xl"], best["segatron_xl"]
     print(f"\n{args.layers} layers, d={args.dim}, batch {args.batch_size} x {args.tgt_len}, mem {args.mem_len}, "
-          f"{args.dtype} on {xl['device']}; params XL {xl['params']:,} / Segatron {seg['params']:,}")
-    print(f"{'model':<16} {'tokens/s':>12} {'peak MiB':>10}")
-    for r in (xl, seg):
-        print(f"{r['variant']:<16} {r['tokens_per_s']:>12,.0f} {r['peak_mib']:>10,.0f}")
-    print(f"Segatron-XL / Transformer-XL: throughput {seg['tokens_per_s'] / xl['tokens_per_s']:.3f}x "
-          f"(target >= 0.90), peak memory {seg['peak_mib'] / xl['peak_mib']:.3f}x")
+          f"{args.dtype} on {xl['device']}")
+    report(xl, seg, "target >= 0.90")
 
 
 if __name__ == "__main__":

@@ -102,3 +102,25 @@ def test_tiny_segabert_config_trains_with_hydra(tmp_path):
     state = torch.load(tmp_path / "ckpt" / "checkpoint_last.pt", map_location="cpu", weights_only=False)
     assert state["optimizer_history"][-1]["num_updates"] == 20
     assert "encoder.segment_embeddings.paragraph.weight" in state["model"]
+
+
+def test_prepare_wikipedia_script_reads_wikiextractor_json(tmp_path):
+    import json
+    import subprocess
+
+    documents = make_documents(30, seed=9)
+    for folder in ("AA", "AB"):
+        (tmp_path / "extracted" / folder).mkdir(parents=True)
+    for k, doc in enumerate(documents):
+        text = "\n".join(" ".join(w for s in sentences for w in s) for _, sentences in doc[1:])
+        path = tmp_path / "extracted" / ("AA" if k < 15 else "AB") / f"wiki_0{k % 3}"
+        with open(path, "a") as f:
+            f.write(json.dumps({"id": str(k), "url": "", "title": f"Lobster {k}", "text": text}) + "\n")
+    dest = tmp_path / "bin"
+    proc = subprocess.run(["bash", str(ROOT / "scripts" / "prepare_wikipedia.sh"), str(tmp_path / "extracted"),
+                           str(dest), "100", "2"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert (dest / "sentencepiece.model").exists() and (dest / "valid.token.idx").exists()
+    summary = json.loads((dest / "segatron_preprocess.json").read_text())["splits"]
+    assert summary["train"]["documents"] + summary["valid"]["documents"] == 30
+    assert not [p for p in dest.iterdir() if p.name.startswith(".")]

@@ -2,6 +2,7 @@ from .document_examples import DocumentExampleDataset, SentenceTable
 from .field_dataset import FieldDataset, SumDataset
 from .segment_indexed_dataset import SegmentIndexedDataset, SegmentItem
 from .segment_stream_dataset import SegmentStreamDataset
+from .short_sequences import ShortSequenceDataset
 
 __all__ = [
     "DocumentExampleDataset",
@@ -10,5 +11,6 @@ __all__ = [
     "SegmentItem",
     "SegmentStreamDataset",
     "SentenceTable",
+    "ShortSequenceDataset",
     "SumDataset",
 ]

@@ -1,1 +1,1 @@
-from . import segabert, segatron_xl  # noqa: F401  (register the models and their architectures)
+from . import cross_thought, segabert, segatron_xl  # noqa: F401  (register the models and their architectures)

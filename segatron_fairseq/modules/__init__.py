@@ -1,8 +1,10 @@
+from .cross_sequence_layer import CrossSequenceLayer
 from .segment_distances import SegmentDistances, segment_part_dims, sinusoid_table
 from .segment_relative_attention import SegmentRelativeMultiheadAttention, rel_shift
 from .segatron_xl_layer import SegatronXLLayer
 
 __all__ = [
+    "CrossSequenceLayer",
     "SegmentDistances",
     "SegmentRelativeMultiheadAttention",
     "SegatronXLLayer",

@@ -1,0 +1,244 @@
+"""Cross-Thought (Wang et al., 2020): a sentence encoder pre-trained by
+recovering masked words from the embeddings of other short sequences.
+
+Input ``src_tokens`` (B, M, L): M short sequences per sample. Each sequence
+gets N special tokens in front, with their own embeddings S (N, d) at fixed
+positions 0..N-1; its words take consecutive positions N+o .. N+o+L-1 from an
+offset o drawn per sample in training (0 in evaluation), so longer inputs can
+be encoded later. A RoBERTa encoder (fairseq's) reads every sequence (Eq. 1-2);
+the N special-token states E_m are its embedding. For each special index n a
+cross-sequence Transformer runs over F_n = [E_0[n]; ..; E_{M-1}[n]] (Eq. 4-7);
+its outputs C_n replace the special states, one more encoder layer reads each
+sequence again (Eq. 8) and the tied LM head predicts masked words (Eq. 9).
+
+``extra`` carries ``cross_attention`` (B, M, M): alpha of Eq. 7 averaged over
+heads and special indexes, ``sequence_embeddings`` and ``cross_states``
+(B, M, N, d).
+"""
+import torch
+from fairseq.models import register_model, register_model_architecture
+from fairseq.models.roberta.model import RobertaEncoder, RobertaModel, base_architecture
+from fairseq.modules.transformer_sentence_encoder import init_bert_params
+from fairseq.utils import safe_getattr
+from torch import nn
+
+from segatron_fairseq.modules import CrossSequenceLayer
+
+
+class PairClassificationHead(nn.Module):
+    """Eq. 11: a linear layer over the flattened 2N cross states of a pair, or
+    (``average``, as the authors' code) a RoBERTa-style head over their mean."""
+
+    def __init__(self, embed_dim: int, num_special: int, num_classes: int, pooling: str, dropout: float):
+        super().__init__()
+        self.pooling = pooling
+        self.dropout = nn.Dropout(dropout)
+        if pooling == "flatten":
+            self.out_proj = nn.Linear(2 * num_special * embed_dim, num_classes)
+        elif pooling == "average":
+            self.dense = nn.Linear(embed_dim, embed_dim)
+            self.out_proj = nn.Linear(embed_dim, num_classes)
+        else:
+            raise ValueError(f"pair pooling {pooling!r}: use flatten or average")
+
+    def forward(self, cross_states):
+        """cross_states (B, 2, N, d) -> (B, num_classes)."""
+        if self.pooling == "flatten":
+            return self.out_proj(self.dropout(cross_states.flatten(1)))
+        pooled = torch.tanh(self.dense(self.dropout(cross_states.mean(dim=(1, 2)))))
+        return self.out_proj(self.dropout(pooled))
+
+
+class CrossThoughtEncoder(RobertaEncoder):
+    def __init__(self, args, dictionary):
+        args.no_token_positional_embeddings = True  # positions are added here (fixed for specials)
+        super().__init__(args, dictionary)
+        dim = args.encoder_embed_dim
+        self.num_special = args.num_special_tokens
+        self.special_embeddings = nn.Embedding(1 if args.shared_special_embedding else self.num_special, dim)
+        self.positions = nn.Embedding(args.max_positions, dim)
+        self.max_positions = args.max_positions
+        self.random_word_positions = not args.fixed_word_positions
+        self.mask_self = args.cross_mask_self
+        self.use_cross = not args.no_cross_layer
+        groups = 1 if args.share_cross_layers else self.num_special
+        self.cross_layers = nn.ModuleList(
+            nn.ModuleList(
+                CrossSequenceLayer(dim, args.encoder_attention_heads, args.encoder_ffn_embed_dim, args.dropout,
+                                   args.attention_dropout)
+                for _ in range(args.cross_layers)
+            )
+            for _ in range(groups)
+        )
+        self.final_layer = self.sentence_encoder.build_encoder_layer(args)
+        for module in (self.special_embeddings, self.positions, self.cross_layers, self.final_layer):
+            module.apply(init_bert_params)
+
+    # ---- embeddings -----------------------------------------------------------------------------
+
+    def _word_offsets(self, batch: int, length: int, device) -> torch.Tensor:
+        largest = self.max_positions - self.num_special - length
+        if largest < 0:
+            raise ValueError(f"sequences of {length} tokens with {self.num_special} special tokens exceed "
+                             f"--max-positions {self.max_positions}")
+        if self.training and self.random_word_positions and largest > 0:
+            return torch.randint(0, largest + 1, (batch,), device=device)
+        return torch.zeros(batch, dtype=torch.long, device=device)
+
+    def encode_sequences(self, src_tokens):
+        """(B, M, L) word ids -> hidden states (N+L, B*M, d), padding mask (B*M, N+L)
+        and sequence embeddings E (B, M, N, d) (Eq. 1-2)."""
+        batch, num_sequences, length = src_tokens.shape
+        words = src_tokens.reshape(batch * num_sequences, length)
+        specials = words.new_full((words.size(0), self.num_special), self.dictionary.bos())
+        ids = torch.cat([specials, words], dim=1)
+        special_index = torch.arange(self.num_special, device=ids.device)
+        if self.special_embeddings.num_embeddings == 1:
+            special_index = torch.zeros_like(special_index)
+        embedded = torch.cat([self.special_embeddings(special_index).expand(words.size(0), -1, -1),
+                              self.sentence_encoder.embed_tokens(words)], dim=1)
+        offsets = self._word_offsets(batch, length, ids.device).repeat_interleave(num_sequences)
+        word_positions = self.num_special + offsets[:, None] + torch.arange(length, device=ids.device)
+        positions = torch.cat([special_index.new_tensor(range(self.num_special)).expand(words.size(0), -1),
+                               word_positions], dim=1)
+        encoder_out = self.sentence_encoder(ids, token_embeddings=embedded + self.positions(positions))
+        hidden = encoder_out["encoder_out"][0]
+        padding = ids.eq(self.dictionary.pad())
+        embeddings = hidden[: self.num_special].transpose(0, 1).reshape(batch, num_sequences, self.num_special, -1)
+        return hidden, padding, embeddings
+
+    # ---- cross-sequence Transformer ---------------------------------------------------------------
+
+    def cross(self, embeddings, sequence_padding=None):
+        """E (B, M, N, d) -> C (B, M, N, d) and alpha (B, M, M) averaged over
+        heads and special indexes (Eq. 4-7)."""
+        outputs, weights = [], []
+        for n in range(self.num_special):
+            layers = self._cross_group(n)
+            states = embeddings[:, :, n].transpose(0, 1)  # (M, B, d)
+            for k, layer in enumerate(layers):
+                states, alpha = layer(states, self.mask_self, sequence_padding)
+                if k == 0:
+                    weights.append(alpha.mean(dim=1))
+            outputs.append(states.transpose(0, 1))
+        return torch.stack(outputs, dim=2), torch.stack(weights, dim=1).mean(dim=1)
+
+    def _cross_group(self, n: int) -> nn.ModuleList:
+        return self.cross_layers[0 if len(self.cross_layers) == 1 else n]
+
+    def rank(self, question_embeddings, candidate_embeddings):
+        """alpha[0][1:] of Eq. 7 for each question over a shared candidate pool,
+        from embeddings computed once: (Q, N, d), (C, N, d) -> (Q, C), as if each
+        question were sequence 0 followed by all the candidates."""
+        num_questions, num_candidates = question_embeddings.size(0), candidate_embeddings.size(0)
+        scores = []
+        for n in range(self.num_special):
+            layer = self._cross_group(n)[0]
+            attention, heads = layer.attention, layer.num_heads
+            q = (attention.q_proj(question_embeddings[:, n]) * attention.scaling).view(num_questions, heads, -1)
+            own_keys = attention.k_proj(question_embeddings[:, n]).view(num_questions, heads, -1)
+            keys = attention.k_proj(candidate_embeddings[:, n]).view(num_candidates, heads, -1)
+            own = (q * own_keys).sum(-1, keepdim=True).float()  # (Q, H, 1): the question itself
+            if self.mask_self:
+                own = torch.full_like(own, float("-inf"))
+            others = torch.einsum("qhd,chd->qhc", q, keys).float()
+            alpha = torch.softmax(torch.cat([own, others], dim=-1), dim=-1)[..., 1:]
+            scores.append(alpha.mean(dim=1))
+        return torch.stack(scores).mean(dim=0)
+
+    # ---- full model ----------------------------------------------------------------------------
+
+    def forward(self, src_tokens, features_only=False, return_all_hiddens=False, masked_tokens=None,
+                cross_only=False, **unused):
+        """src_tokens (B, M, L). Returns (B, M, L, V) logits (or (B, M, L, d)
+        features, or the masked positions' logits) and ``extra``."""
+        batch, num_sequences, length = src_tokens.shape
+        hidden, padding, embeddings = self.encode_sequences(src_tokens)
+        sequence_padding = src_tokens.eq(self.dictionary.pad()).all(dim=-1)  # (B, M) missing sequences
+        extra = {"sequence_embeddings": embeddings, "sequence_padding": sequence_padding}
+        if self.use_cross:
+            cross_states, extra["cross_attention"] = self.cross(embeddings, sequence_padding)
+        else:
+            cross_states = embeddings
+        extra["cross_states"] = cross_states
+        if cross_only:
+            return None, extra
+        specials = cross_states.reshape(batch * num_sequences, self.num_special, -1).transpose(0, 1)
+        hidden = torch.cat([specials.to(hidden.dtype), hidden[self.num_special:]], dim=0)
+        hidden = self.final_layer(hidden, encoder_padding_mask=padding)  # Eq. 8
+        features = hidden[self.num_special:].transpose(0, 1).reshape(batch, num_sequences, length, -1)
+        if features_only:
+            return features, extra
+        return self.output_layer(features, masked_tokens=masked_tokens), extra
+
+
+@register_model("cross_thought")
+class CrossThoughtModel(RobertaModel):
+    @staticmethod
+    def add_args(parser):
+        RobertaModel.add_args(parser)
+        parser.add_argument("--num-special-tokens", type=int, help="N special tokens per sequence (5)")
+        parser.add_argument("--shared-special-embedding", action="store_true", default=None,
+                            help="one embedding for all special tokens (the authors' code)")
+        parser.add_argument("--cross-layers", type=int, help="cross-sequence Transformer layers (1)")
+        parser.add_argument("--share-cross-layers", action="store_true", default=None,
+                            help="one cross-sequence Transformer for all special indexes (the authors' code)")
+        parser.add_argument("--cross-mask-self", action="store_true", default=None,
+                            help="a sequence does not attend to itself across sequences")
+        parser.add_argument("--no-cross-layer", action="store_true", default=None,
+                            help="ablation: no cross-sequence Transformer (a masked LM on short sequences)")
+        parser.add_argument("--fixed-word-positions", action="store_true", default=None,
+                            help="words always start at position N (no random offset in training)")
+        parser.add_argument("--pair-pooling", choices=("flatten", "average"),
+                            help="pair classifier input: flattened 2N cross states (paper) or their mean")
+
+    @classmethod
+    def build_model(cls, args, task):
+        cross_thought_base_architecture(args)
+        return cls(args, CrossThoughtEncoder(args, task.source_dictionary))
+
+    def register_classification_head(self, name, num_classes=None, inner_dim=None, **kwargs):
+        self.classification_heads[name] = PairClassificationHead(
+            self.args.encoder_embed_dim, self.args.num_special_tokens, num_classes, self.args.pair_pooling,
+            self.args.pooler_dropout)
+
+    def forward(self, src_tokens, features_only=False, return_all_hiddens=False, classification_head_name=None,
+                **kwargs):
+        if classification_head_name is not None:
+            _, extra = self.encoder(src_tokens, cross_only=True, **kwargs)
+            return self.classification_heads[classification_head_name](extra["cross_states"]), extra
+        return self.encoder(src_tokens, features_only, return_all_hiddens, **kwargs)
+
+    def max_positions(self):
+        return self.args.max_positions
+
+
+def _cross_thought_defaults(args):
+    args.num_special_tokens = safe_getattr(args, "num_special_tokens", 5)
+    args.cross_layers = safe_getattr(args, "cross_layers", 1)
+    args.pair_pooling = safe_getattr(args, "pair_pooling", "flatten")
+    for flag in ("shared_special_embedding", "share_cross_layers", "cross_mask_self", "no_cross_layer",
+                 "fixed_word_positions"):
+        if safe_getattr(args, flag, None) is None:
+            setattr(args, flag, False)
+    # the paper draws 64 word positions from 0..564 for 5 special tokens
+    args.max_positions = safe_getattr(args, "max_positions", 640)
+
+
+@register_model_architecture("cross_thought", "cross_thought_base")
+def cross_thought_base_architecture(args):
+    _cross_thought_defaults(args)
+    base_architecture(args)
+
+
+@register_model_architecture("cross_thought", "cross_thought_tiny")
+def cross_thought_tiny_architecture(args):
+    args.encoder_layers = safe_getattr(args, "encoder_layers", 2)
+    args.encoder_embed_dim = safe_getattr(args, "encoder_embed_dim", 64)
+    args.encoder_ffn_embed_dim = safe_getattr(args, "encoder_ffn_embed_dim", 128)
+    args.encoder_attention_heads = safe_getattr(args, "encoder_attention_heads", 4)
+    args.max_positions = safe_getattr(args, "max_positions", 128)
+    cross_thought_base_architecture(args)
+
+
+__all__ = ["CrossThoughtEncoder", "CrossThoughtModel", "PairClassificationHead"]

@@ -1,0 +1,90 @@
+"""Task ``cross_thought_mlm``: Cross-Thought pre-training.
+
+The split's token stream (a ``segatron-preprocess`` or ``fairseq-preprocess``
+directory) is cut into samples of ``num_sequences`` consecutive short
+sequences of ``sequence_length`` tokens (500 x 64 in the paper; fairseq's
+``TokenBlockDataset``, never shuffled inside a sample), 15% of the tokens are
+masked (``MaskTokensDataset``, 80/10/10) and fairseq's ``masked_lm`` criterion
+scores them. ``src_tokens`` and ``target`` are (B, M, L).
+"""
+import logging
+import os
+from dataclasses import dataclass, field
+
+from fairseq.data import (
+    IdDataset,
+    MaskTokensDataset,
+    NestedDictionaryDataset,
+    NumelDataset,
+    NumSamplesDataset,
+    TokenBlockDataset,
+    data_utils,
+)
+from fairseq.dataclass import FairseqDataclass
+from fairseq.tasks import FairseqTask, register_task
+from omegaconf import II
+
+from segatron_fairseq.data import ShortSequenceDataset
+from segatron_fairseq.tasks.segabert_mlm import load_dictionary_with_mask
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class CrossThoughtMLMConfig(FairseqDataclass):
+    data: str = field(default="???", metadata={"help": "binarized corpus directory (dict.txt, {split}.bin/.idx)"})
+    num_sequences: int = field(default=500, metadata={"help": "M short sequences per sample"})
+    sequence_length: int = field(default=64, metadata={"help": "L tokens per short sequence"})
+    mask_prob: float = field(default=0.15, metadata={"help": "probability of masking a token"})
+    leave_unmasked_prob: float = field(default=0.1, metadata={"help": "of those, kept unchanged"})
+    random_token_prob: float = field(default=0.1, metadata={"help": "of those, replaced at random"})
+    seed: int = II("common.seed")
+
+
+@register_task("cross_thought_mlm", dataclass=CrossThoughtMLMConfig)
+class CrossThoughtMLMTask(FairseqTask):
+    def __init__(self, cfg: CrossThoughtMLMConfig, dictionary):
+        super().__init__(cfg)
+        self.dictionary = dictionary
+        self.mask_idx = dictionary.index("<mask>")
+
+    @classmethod
+    def setup_task(cls, cfg: CrossThoughtMLMConfig, **kwargs):
+        return cls(cfg, load_dictionary_with_mask(cfg.data))
+
+    def load_dataset(self, split: str, epoch: int = 1, combine: bool = False, **kwargs):
+        path = os.path.join(self.cfg.data, split)
+        tokens = data_utils.load_indexed_dataset(path, self.dictionary)
+        if tokens is None:
+            raise FileNotFoundError(f"split '{split}' not found: {path}.bin/.idx")
+        block = self.cfg.num_sequences * self.cfg.sequence_length
+        blocks = TokenBlockDataset(tokens, tokens.sizes, block, pad=self.dictionary.pad(), eos=self.dictionary.eos(),
+                                   break_mode="none")
+        source, target = MaskTokensDataset.apply_mask(
+            blocks, self.dictionary, pad_idx=self.dictionary.pad(), mask_idx=self.mask_idx, seed=self.cfg.seed,
+            mask_prob=self.cfg.mask_prob, leave_unmasked_prob=self.cfg.leave_unmasked_prob,
+            random_token_prob=self.cfg.random_token_prob,
+        )
+        shape = (self.cfg.num_sequences, self.cfg.sequence_length, self.dictionary.pad())
+        self.datasets[split] = NestedDictionaryDataset(
+            {
+                "id": IdDataset(),
+                "net_input": {"src_tokens": ShortSequenceDataset(source, *shape)},
+                "target": ShortSequenceDataset(target, *shape),
+                "nsentences": NumSamplesDataset(),
+                "ntokens": NumelDataset(source, reduce=True),
+            },
+            sizes=[blocks.sizes],
+        )
+        logger.info(f"{split}: {len(blocks):,} samples of {self.cfg.num_sequences} x {self.cfg.sequence_length} tokens")
+
+    @property
+    def source_dictionary(self):
+        return self.dictionary
+
+    @property
+    def target_dictionary(self):
+        return self.dictionary
+
+    def max_positions(self):
+        return None

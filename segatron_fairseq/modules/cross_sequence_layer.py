@@ -50,9 +50,13 @@ class CrossSequenceLayer(nn.Module):
                 padding_mask: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
         """embeddings (M, B, d); padding_mask (B, M) True for missing sequences.
         Returns C (M, B, d) and alpha (B, H, M, M)."""
+        missing = padding_mask
         attn_mask = self.self_mask(embeddings.size(0), embeddings) if mask_self else None
+        if padding_mask is not None and attn_mask is not None:  # one mask type for both (additive)
+            padding_mask = torch.zeros_like(padding_mask, dtype=embeddings.dtype).masked_fill(
+                padding_mask, float("-inf"))
         attended, _ = self.attention(embeddings, embeddings, embeddings, key_padding_mask=padding_mask,
                                      attn_mask=attn_mask, need_weights=False)
         hidden = self.attention_norm(embeddings + self.dropout(attended))
         hidden = self.ffn_norm(hidden + self.dropout(self.ffn(hidden)))
-        return hidden, self.attention_weights(embeddings, embeddings, mask_self, padding_mask)
+        return hidden, self.attention_weights(embeddings, embeddings, mask_self, missing)

@@ -1,0 +1,141 @@
+"""Cross-Thought model: shapes, masks, positions, alpha, ranking from cached embeddings, pre-training."""
+import argparse
+
+import pytest
+import torch
+from fairseq.data import Dictionary
+from fairseq.models import ARCH_CONFIG_REGISTRY
+
+from conftest import PLUGIN_DIR, run_cli
+from corpus import make_documents, write_wikitext
+from segatron_fairseq.models.cross_thought import CrossThoughtModel
+
+
+class _Task:
+    def __init__(self, dictionary):
+        self.source_dictionary = self.target_dictionary = dictionary
+
+
+def build(**overrides):
+    dictionary = Dictionary()
+    for i in range(40):
+        dictionary.add_symbol(f"w{i}")
+    dictionary.add_symbol("<mask>")
+    args = argparse.Namespace(encoder_layers=1, encoder_embed_dim=32, encoder_ffn_embed_dim=64,
+                              encoder_attention_heads=4, max_positions=40, num_special_tokens=3, **overrides)
+    ARCH_CONFIG_REGISTRY["cross_thought_tiny"](args)
+    torch.manual_seed(0)
+    return CrossThoughtModel.build_model(args, _Task(dictionary)), dictionary
+
+
+def batch(dictionary, b=2, m=5, length=6):
+    g = torch.Generator().manual_seed(3)
+    tokens = torch.randint(dictionary.nspecial, len(dictionary) - 1, (b, m, length), generator=g)
+    if b > 1 and m > 3:
+        tokens[1, 3:] = dictionary.pad()  # sample 1 has only 3 sequences
+    if m > 2:
+        tokens[0, 2, 4:] = dictionary.pad()  # a shorter sequence
+    return tokens
+
+
+def test_shapes_and_alpha():
+    model, d = build()
+    model.eval()
+    tokens = batch(d)
+    logits, extra = model(tokens)
+    assert logits.shape == (2, 5, 6, len(d))
+    assert extra["sequence_embeddings"].shape == extra["cross_states"].shape == (2, 5, 3, 32)
+    alpha = extra["cross_attention"]
+    assert alpha.shape == (2, 5, 5)
+    torch.testing.assert_close(alpha.sum(-1), torch.ones(2, 5))
+    assert torch.all(alpha[1, :, 3:] == 0)  # missing sequences get no attention
+    masked = tokens.ne(d.pad()) & (torch.rand(tokens.shape) < 0.5)
+    assert model(tokens, masked_tokens=masked)[0].shape == (int(masked.sum()), len(d))
+
+
+def test_alpha_is_equation_7_from_the_layer_projections():
+    model, d = build(share_cross_layers=False)
+    model.eval()
+    tokens = batch(d, b=1, m=4)
+    _, extra = model(tokens)
+    embeddings = extra["sequence_embeddings"][0]  # (M, N, d)
+    expected = torch.zeros(4, 4)
+    for n in range(3):
+        attention = model.encoder.cross_layers[n][0].attention
+        q = attention.q_proj(embeddings[:, n]).view(4, 4, 8) * attention.scaling
+        k = attention.k_proj(embeddings[:, n]).view(4, 4, 8)
+        for h in range(4):
+            expected += torch.softmax(q[:, h] @ k[:, h].T, dim=-1)
+    torch.testing.assert_close(extra["cross_attention"][0], expected / 12)
+
+
+def test_mask_self_zeroes_the_diagonal():
+    model, d = build(cross_mask_self=True)
+    model.eval()
+    alpha = model(batch(d, b=1, m=4))[1]["cross_attention"][0]
+    assert torch.all(alpha.diagonal() == 0)
+    torch.testing.assert_close(alpha.sum(-1), torch.ones(4))
+
+
+def test_special_positions_fixed_and_word_positions_contiguous():
+    model, d = build()
+    seen = []
+    model.encoder.positions.register_forward_hook(lambda module, args, out: seen.append(args[0].clone()))
+    tokens = batch(d, b=3, m=2, length=6)
+    model.train()
+    model(tokens)
+    model.eval()
+    model(tokens)
+    train_positions, eval_positions = seen
+    assert torch.all(train_positions[:, :3] == torch.arange(3))
+    words = train_positions[:, 3:]
+    assert torch.all(words[:, 1:] - words[:, :-1] == 1) and words.min() >= 3 and words.max() < 40
+    assert torch.all(words.view(3, 2, 6)[:, 0] == words.view(3, 2, 6)[:, 1])  # one offset per sample
+    assert torch.all(eval_positions[:, 3:] == torch.arange(3, 9))
+
+
+def test_rank_from_cached_embeddings_equals_the_model_alpha():
+    model, d = build()
+    model.eval()
+    question = batch(d, b=1, m=1)
+    candidates = batch(d, b=1, m=4)[:, :4]
+    candidates[0, 2:] = torch.randint(5, 40, (2, 6))
+    with torch.no_grad():
+        _, extra = model(torch.cat([question, candidates], dim=1))
+        q_emb = model(question)[1]["sequence_embeddings"][0]
+        c_emb = model(candidates.view(4, 1, 6))[1]["sequence_embeddings"][:, 0]
+        ranked = model.encoder.rank(q_emb, c_emb)
+    torch.testing.assert_close(ranked[0], extra["cross_attention"][0, 0, 1:], rtol=1e-5, atol=1e-6)
+
+
+def _features_of_first_sequence(no_cross_layer, tokens):
+    model, _ = build(no_cross_layer=no_cross_layer)
+    with torch.no_grad():  # larger weights than BERT's init, so that every path is visible
+        for parameter in model.parameters():
+            if parameter.dim() > 1:
+                parameter.normal_(0, 0.2)
+    model.eval()
+    return model(tokens, features_only=True)[0][0, 0]
+
+
+def test_without_the_cross_layer_sequences_do_not_see_each_other():
+    _, d = build()
+    tokens = batch(d, b=1, m=3)
+    changed = tokens.clone()
+    changed[0, 1] = torch.randint(5, 40, (6,))
+    same = _features_of_first_sequence(True, tokens) - _features_of_first_sequence(True, changed)
+    assert same.abs().max() == 0
+    different = _features_of_first_sequence(False, tokens) - _features_of_first_sequence(False, changed)
+    assert different.abs().max() > 1e-3
+
+
+def test_pretraining_runs_with_fairseq_train(tmp_path):
+    write_wikitext(tmp_path / "train.txt", make_documents(20, seed=8))
+    run_cli("segatron-preprocess", "--input-format", "wikitext", "--trainpref", tmp_path / "train.txt",
+            "--validpref", tmp_path / "train.txt", "--destdir", tmp_path / "bin")
+    out = run_cli("fairseq-train", tmp_path / "bin", "--user-dir", PLUGIN_DIR, "--task", "cross_thought_mlm",
+                  "--arch", "cross_thought_tiny", "--criterion", "masked_lm", "--num-sequences", 6,
+                  "--sequence-length", 16, "--batch-size", 4, "--max-update", 8, "--optimizer", "adam",
+                  "--lr", 1e-3, "--save-dir", tmp_path / "ckpt", "--no-epoch-checkpoints", "--cpu",
+                  "--log-format", "simple", "--log-interval", 4)
+    assert "samples of 6 x 16 tokens" in out and "num_updates 8" in out

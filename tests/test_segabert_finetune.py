@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from conftest import PLUGIN_DIR, run_cli
-from segatron_fairseq.criterions.segabert_sentence_prediction import (
+from segatron_fairseq.criterions.sentence_prediction_metrics import (
     f1_score,
     matthews_correlation,
     pearson,
@@ -105,7 +105,7 @@ def _finetune(pretrained, glue, save, arch):
     return run_cli(
         "fairseq-train", glue, "--user-dir", PLUGIN_DIR, "--task", "segabert_sentence_prediction",
         "--pretrain-data", pretrained / "bin", "--text-columns", "0,1", "--label-column", 2, "--header",
-        "--metrics", "accuracy,f1,mcc", "--criterion", "segabert_sentence_prediction", "--arch", arch,
+        "--metrics", "accuracy,f1,mcc", "--criterion", "sentence_prediction_metrics", "--arch", arch,
         "--restore-file", pretrained / "ckpt" / "checkpoint_last.pt", "--reset-optimizer", "--reset-dataloader",
         "--reset-meters", "--reset-lr-scheduler", "--batch-size", 16, "--optimizer", "adam", "--lr", 2e-3,
         "--max-epoch", 12, "--save-dir", save, "--no-epoch-checkpoints", "--no-save", "--log-format", "simple",
@@ -132,7 +132,7 @@ def test_unknown_label_names_the_file_and_example(pretrained, tmp_path):
     (glue / "dev.tsv").write_text("sentence1\tsentence2\tlabel\nw1 w2\tw3\tmaybe\n")
     out = run_cli("fairseq-train", glue, "--user-dir", PLUGIN_DIR, "--task", "segabert_sentence_prediction",
                   "--pretrain-data", pretrained / "bin", "--text-columns", "0,1", "--label-column", 2, "--header",
-                  "--criterion", "segabert_sentence_prediction", "--arch", "segabert_tiny", "--batch-size", 4,
+                  "--criterion", "sentence_prediction_metrics", "--arch", "segabert_tiny", "--batch-size", 4,
                   "--optimizer", "adam", "--lr", 1e-3, "--max-update", 1, "--save-dir", tmp_path / "ft",
                   "--cpu", expect_ok=False)
     assert "dev.tsv: example 1: label 'maybe' is not one of ['0', '1']" in out

@@ -1,1 +1,1 @@
-from . import segabert_sentence_prediction, segatron_lm_loss  # noqa: F401  (register the criterions)
+from . import segatron_lm_loss, sentence_prediction_metrics  # noqa: F401  (register the criterions)

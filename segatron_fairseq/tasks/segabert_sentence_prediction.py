@@ -8,7 +8,7 @@ them out as the paper does (``SentencePredictionDataset``). ``--glue-task``
 selects a GLUE task's columns, labels and metrics; otherwise give
 ``--text-columns``, ``--label-column``, ``--header`` and ``--metrics``.
 Load the pre-trained model with ``--restore-file`` (and the ``--reset-*``
-flags); the criterion is ``segabert_sentence_prediction``.
+flags); the criterion is ``sentence_prediction_metrics``.
 """
 import logging
 import os

@@ -1,4 +1,4 @@
-"""Criterion ``segabert_sentence_prediction``: fairseq's sentence_prediction
+"""Criterion ``sentence_prediction_metrics``: fairseq's sentence_prediction
 loss, plus the GLUE metrics the task asks for over the whole validation set
 (accuracy, F1 of label 1, Matthews correlation, Pearson, Spearman)."""
 import math
@@ -84,8 +84,8 @@ class PredictionMeter(Meter):
         return round(100 * value, 2)
 
 
-@register_criterion("segabert_sentence_prediction", dataclass=SentencePredictionConfig)
-class SegaBERTSentencePredictionCriterion(SentencePredictionCriterion):
+@register_criterion("sentence_prediction_metrics", dataclass=SentencePredictionConfig)
+class SentencePredictionMetricsCriterion(SentencePredictionCriterion):
     def __init__(self, cfg: SentencePredictionConfig, task):
         super().__init__(cfg, task)
         # the task knows whether its target is a label or a number (GLUE presets too)

@@ -1,1 +1,5 @@
-from . import segatron_lm_loss, sentence_prediction_metrics  # noqa: F401  (register the criterions)
+from . import (  # noqa: F401  (register the criterions)
+    cross_thought_answer_selection,
+    segatron_lm_loss,
+    sentence_prediction_metrics,
+)

@@ -1,5 +1,7 @@
 from . import (  # noqa: F401  (register the tasks)
+    cross_thought_answer_selection,
     cross_thought_mlm,
+    cross_thought_pair_classification,
     segabert_mlm,
     segabert_sentence_prediction,
     segatron_lm,

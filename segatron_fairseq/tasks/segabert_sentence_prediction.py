@@ -15,13 +15,13 @@ import os
 from dataclasses import dataclass, field
 from typing import Optional
 
-import sentencepiece as spm
 from fairseq.dataclass import FairseqDataclass
 from fairseq.tasks import FairseqTask, register_task
 from omegaconf import II
 
 from segatron_fairseq.data.glue_tsv import GLUE_TASKS, GlueFormat, read_tsv
 from segatron_fairseq.data.sentence_prediction_dataset import SentencePredictionDataset, segment_layout
+from segatron_fairseq.data.text_encoder import text_encoder
 from segatron_fairseq.tasks.segabert_mlm import load_dictionary_with_mask
 
 logger = logging.getLogger(__name__)
@@ -48,10 +48,10 @@ class SegaBERTSentencePredictionConfig(FairseqDataclass):
 
 @register_task("segabert_sentence_prediction", dataclass=SegaBERTSentencePredictionConfig)
 class SegaBERTSentencePredictionTask(FairseqTask):
-    def __init__(self, cfg, dictionary, fmt: GlueFormat, labels, sentencepiece):
+    def __init__(self, cfg, dictionary, fmt: GlueFormat, labels):
         super().__init__(cfg)
         self.dictionary, self.format, self.labels = dictionary, fmt, labels
-        self.sentencepiece = sentencepiece
+        self.encode = text_encoder(cfg.pretrain_data, dictionary)
         self.metrics = fmt.metrics
 
     @classmethod
@@ -74,34 +74,31 @@ class SegaBERTSentencePredictionTask(FairseqTask):
                                cfg.header, None, ()))})))
             fmt = GlueFormat(tuple(int(c) for c in cfg.text_columns.split(",")), cfg.label_column, cfg.header,
                              labels, metrics, cfg.valid_file)
-        model_path = os.path.join(cfg.pretrain_data, "sentencepiece.model")
-        sentencepiece = spm.SentencePieceProcessor(model_file=model_path) if os.path.isfile(model_path) else None
         logger.info(f"{len(fmt.text_columns)} text(s) per example, "
                     f"{'regression' if fmt.labels is None else f'labels {list(fmt.labels)}'}, metrics {fmt.metrics}")
-        return cls(cfg, dictionary, fmt, fmt.labels, sentencepiece)
+        return cls(cfg, dictionary, fmt, fmt.labels)
 
     @property
     def num_classes(self) -> int:
         return 1 if self.labels is None else len(self.labels)
 
-    def encode(self, text: str):
-        pieces = self.sentencepiece.encode(text, out_type=str) if self.sentencepiece else text.split()
-        return [self.dictionary.index(p) for p in pieces]
+    def target(self, label: str, path: str, number: int):
+        """The class index (or value, for regression) of a label read from ``path``."""
+        if self.labels is None:
+            try:
+                return float(label)
+            except ValueError:
+                raise ValueError(f"{path}: example {number}: label {label!r} is not a number") from None
+        if label not in self.labels:
+            raise ValueError(f"{path}: example {number}: label {label!r} is not one of {list(self.labels)}")
+        return self.labels.index(label)
 
     def load_dataset(self, split: str, epoch: int = 1, combine: bool = False, **kwargs):
         name = {"train": "train.tsv", "valid": self.format.valid_file}.get(split, f"{split}.tsv")
         path = os.path.join(self.cfg.data, name)
         examples, targets = [], []
         for number, (texts, label) in enumerate(read_tsv(path, self.format), start=1):
-            if self.labels is None:
-                try:
-                    targets.append(float(label))
-                except ValueError:
-                    raise ValueError(f"{path}: example {number}: label {label!r} is not a number") from None
-            else:
-                if label not in self.labels:
-                    raise ValueError(f"{path}: example {number}: label {label!r} is not one of {list(self.labels)}")
-                targets.append(self.labels.index(label))
+            targets.append(self.target(label, path, number))
             examples.append(segment_layout([self.encode(t) for t in texts], self.dictionary.bos(),
                                            self.dictionary.eos(), self.cfg.max_positions, self.cfg.max_token_index))
         self.datasets[split] = SentencePredictionDataset(examples, targets, self.dictionary.pad(),

@@ -1,0 +1,49 @@
+"""Examples of several separately encoded sequences for Cross-Thought
+fine-tuning: item i is a list of token lists (a pair, or a question and its
+candidates); the collater pads them to (B, M, L), missing sequences all pad."""
+from typing import List, Sequence
+
+import numpy as np
+import torch
+from fairseq.data import FairseqDataset
+
+
+class SequenceGroupDataset(FairseqDataset):
+    def __init__(self, groups: List[Sequence[Sequence[int]]], targets: List, pad: int, max_length: int):
+        self.groups = [[list(s)[:max_length] for s in group] for group in groups]
+        self.targets, self.pad = targets, pad
+        self.sizes = np.array([sum(len(s) for s in g) for g in self.groups], dtype=np.int64)
+
+    def __getitem__(self, index):
+        return index
+
+    def __len__(self):
+        return len(self.groups)
+
+    def num_tokens(self, index):
+        return int(self.sizes[index])
+
+    def size(self, index):
+        return int(self.sizes[index])
+
+    def collater(self, indices):
+        if not indices:
+            return {}
+        groups = [self.groups[i] for i in indices]
+        num_sequences = max(len(g) for g in groups)
+        length = max(1, max(len(s) for g in groups for s in g))
+        tokens = torch.full((len(groups), num_sequences, length), self.pad, dtype=torch.long)
+        for b, group in enumerate(groups):
+            for m, sequence in enumerate(group):
+                tokens[b, m, : len(sequence)] = torch.tensor(sequence, dtype=torch.long)
+        targets = [self.targets[i] for i in indices]
+        return {
+            "id": torch.tensor(indices),
+            "nsentences": len(indices),
+            "ntokens": int(tokens.ne(self.pad).sum()),
+            "net_input": {"src_tokens": tokens},
+            "target": torch.tensor(targets, dtype=torch.float if isinstance(targets[0], float) else torch.long),
+        }
+
+    def ordered_indices(self):
+        return np.argsort(self.sizes, kind="stable")

@@ -1,0 +1,64 @@
+"""Task ``cross_thought_answer_selection``: pick the answer to a question
+among candidates by Cross-Thought's cross-sequence attention (Eq. 10).
+
+``{split}.jsonl`` in ``data`` holds JSON lines ``{"question", "candidates",
+"answer"}``; each example is encoded as M = 1 + K short sequences (question
+first), every candidate once; the criterion ``cross_thought_answer_selection``
+minimises -log alpha[0][answer] and reports Recall@1, Recall@k and MRR.
+Texts are tokenized like the pre-training corpus (``pretrain_data``).
+"""
+import logging
+import os
+from dataclasses import dataclass, field
+
+from fairseq.dataclass import FairseqDataclass
+from fairseq.tasks import FairseqTask, register_task
+
+from segatron_fairseq.data.answer_selection import read_answer_selection
+from segatron_fairseq.data.sequence_pair_dataset import SequenceGroupDataset
+from segatron_fairseq.data.text_encoder import text_encoder
+from segatron_fairseq.tasks.segabert_mlm import load_dictionary_with_mask
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class CrossThoughtAnswerSelectionConfig(FairseqDataclass):
+    data: str = field(default="???", metadata={"help": "directory with train.jsonl, valid.jsonl"})
+    pretrain_data: str = field(default="???", metadata={"help": "binarized pre-training corpus (dict.txt, "
+                                                                "sentencepiece.model)"})
+    max_sequence_length: int = field(default=64, metadata={"help": "tokens kept of each text"})
+    recall_k: int = field(default=5, metadata={"help": "k of the reported Recall@k"})
+
+
+@register_task("cross_thought_answer_selection", dataclass=CrossThoughtAnswerSelectionConfig)
+class CrossThoughtAnswerSelectionTask(FairseqTask):
+    def __init__(self, cfg, dictionary):
+        super().__init__(cfg)
+        self.dictionary = dictionary
+        self.encode = text_encoder(cfg.pretrain_data, dictionary)
+
+    @classmethod
+    def setup_task(cls, cfg, **kwargs):
+        return cls(cfg, load_dictionary_with_mask(cfg.pretrain_data))
+
+    def load_dataset(self, split: str, epoch: int = 1, combine: bool = False, **kwargs):
+        path = os.path.join(self.cfg.data, f"{split}.jsonl")
+        examples = read_answer_selection(path)
+        self.datasets[split] = SequenceGroupDataset(
+            [[self.encode(q)] + [self.encode(c) for c in candidates] for q, candidates, _ in examples],
+            [answer for _, _, answer in examples], self.dictionary.pad(), self.cfg.max_sequence_length,
+        )
+        logger.info(f"{split}: {len(examples):,} questions, "
+                    f"{sum(len(c) for _, c, _ in examples):,} candidates from {path}")
+
+    def max_positions(self):
+        return None
+
+    @property
+    def source_dictionary(self):
+        return self.dictionary
+
+    @property
+    def target_dictionary(self):
+        return self.dictionary

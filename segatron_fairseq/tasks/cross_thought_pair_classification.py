@@ -1,0 +1,45 @@
+"""Task ``cross_thought_pair_classification``: sequence-pair classification
+from Cross-Thought sentence embeddings (paper Eq. 11).
+
+The two texts of a GLUE-format TSV line (MNLI, SNLI, QQP style; see
+``segabert_sentence_prediction`` for the file options and ``--glue-task``)
+are encoded separately as two short sequences, the cross-sequence
+Transformer runs over the pair, and the classification head reads the 2N
+cross states (``--pair-pooling flatten``, the paper) or their mean
+(``average``, the authors' code). Criterion: ``sentence_prediction_metrics``.
+"""
+import logging
+import os
+from dataclasses import dataclass, field
+
+from fairseq.tasks import register_task
+
+from segatron_fairseq.data.glue_tsv import read_tsv
+from segatron_fairseq.data.sequence_pair_dataset import SequenceGroupDataset
+from segatron_fairseq.tasks.segabert_sentence_prediction import (
+    SegaBERTSentencePredictionConfig,
+    SegaBERTSentencePredictionTask,
+)
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class CrossThoughtPairConfig(SegaBERTSentencePredictionConfig):
+    max_sequence_length: int = field(default=128, metadata={"help": "tokens kept of each text"})
+
+
+@register_task("cross_thought_pair_classification", dataclass=CrossThoughtPairConfig)
+class CrossThoughtPairClassificationTask(SegaBERTSentencePredictionTask):
+    def load_dataset(self, split: str, epoch: int = 1, combine: bool = False, **kwargs):
+        if len(self.format.text_columns) != 2:
+            raise ValueError("cross_thought_pair_classification needs two text columns (--text-columns A,B)")
+        name = {"train": "train.tsv", "valid": self.format.valid_file}.get(split, f"{split}.tsv")
+        path = os.path.join(self.cfg.data, name)
+        rows = read_tsv(path, self.format)
+        self.datasets[split] = SequenceGroupDataset(
+            [[self.encode(t) for t in texts] for texts, _ in rows],
+            [self.target(label, path, number) for number, (_, label) in enumerate(rows, start=1)],
+            self.dictionary.pad(), self.cfg.max_sequence_length,
+        )
+        logger.info(f"{split}: {len(rows):,} pairs from {path}")

@@ -27,6 +27,7 @@ setup(
             "segatron-components = segatron_fairseq.components:cli_main",
             "segatron-preprocess = preprocess.cli:cli_main",
             "segatron-inspect = preprocess.inspect_item:cli_main",
+            "cross-thought-rank = segatron_fairseq.cross_thought_rank:cli_main",
         ],
     },
 )

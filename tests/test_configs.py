@@ -124,3 +124,13 @@ def test_prepare_wikipedia_script_reads_wikiextractor_json(tmp_path):
     summary = json.loads((dest / "segatron_preprocess.json").read_text())["splits"]
     assert summary["train"]["documents"] + summary["valid"]["documents"] == 30
     assert not [p for p in dest.iterdir() if p.name.startswith(".")]
+
+
+def test_cross_thought_config_carries_the_paper_settings():
+    with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
+        cfg = compose(config_name="cross_thought_base", overrides=["task.data=/data"])
+    assert cfg.model._name == "cross_thought_base" and cfg.model.num_special_tokens == 5
+    assert cfg.task.num_sequences == 500 and cfg.task.sequence_length == 64 and cfg.task.mask_prob == 0.15
+    assert list(cfg.optimization.lr) == [0.0005] and cfg.optimization.max_update == 125000
+    assert cfg.lr_scheduler.warmup_updates == 10000 and cfg.model.dropout == 0.1
+    assert cfg.model.max_positions >= 5 + 564  # 64 word positions drawn from 0..564 after the specials

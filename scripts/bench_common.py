@@ -3,7 +3,8 @@ interleaved over rounds, the best round of each kept."""
 import json
 import subprocess
 import sys
-from typing import Dict, List
+import time
+from typing import Callable, Dict, List, Sequence
 
 
 def run_interleaved(script: str, argv: List[str], variants: List[str], repeats: int) -> Dict[str, dict]:
@@ -40,3 +41,60 @@ def report(baseline: dict, candidate: dict, target: str) -> None:
     print(f"{candidate['variant']} / {baseline['variant']}: throughput "
           f"{candidate['tokens_per_s'] / baseline['tokens_per_s']:.3f}x ({target}), "
           f"peak memory {candidate['peak_mib'] / baseline['peak_mib']:.3f}x")
+
+
+def setup_device(threads: int):
+    import torch
+
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device.type == "cpu":
+        torch.set_num_threads(threads)
+    return device
+
+
+def synthetic_dictionary(size: int):
+    from fairseq.data import Dictionary
+
+    dictionary = Dictionary()
+    for i in range(size - len(dictionary)):
+        dictionary.add_symbol(f"w{i}")
+    return dictionary
+
+
+def time_training(model, loss_of_batch: Callable, batches: Sequence, warmup: int, dtype: str, device) -> float:
+    """Seconds for the training steps (forward, loss, backward, Adam) on
+    ``batches[warmup:]``, after ``warmup`` untimed steps; peak memory counts
+    from the first timed step on GPU."""
+    import torch
+
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
+    autocast_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(dtype)
+    scaler = torch.amp.GradScaler(enabled=dtype == "fp16")
+
+    def step(batch):
+        with torch.autocast(device.type, dtype=autocast_dtype, enabled=autocast_dtype is not None):
+            loss = loss_of_batch(*batch)
+        optimizer.zero_grad(set_to_none=True)
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+
+    for batch in batches[:warmup]:
+        step(batch)
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+    start = time.perf_counter()
+    for batch in batches[warmup:]:
+        step(batch)
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    return time.perf_counter() - start
+
+
+def result(variant: str, tokens: int, seconds: float, model, device) -> dict:
+    import torch
+
+    return {"variant": variant, "tokens_per_s": tokens / seconds, "peak_mib": peak_memory_mib(device),
+            "params": sum(p.numel() for p in model.parameters()),
+            "device": torch.cuda.get_device_name() if device.type == "cuda" else "cpu"}

@@ -13,37 +13,28 @@ import argparse
 import json
 import os
 import sys
-import time
 from types import SimpleNamespace
 
-from bench_common import peak_memory_mib, report, run_interleaved
+from bench_common import report, result, run_interleaved, setup_device, synthetic_dictionary, time_training
 
 ARCHS = {"roberta": "roberta_base", "cross_thought": "cross_thought_base"}
 
 
 def measure(args) -> dict:
     import torch
-    from fairseq.data import Dictionary
     from fairseq.models import ARCH_CONFIG_REGISTRY, ARCH_MODEL_REGISTRY
 
     import segatron_fairseq  # noqa: F401  (registers cross_thought)
 
     torch.manual_seed(0)
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if device.type == "cpu":
-        torch.set_num_threads(args.threads)
-    dictionary = Dictionary()
-    for i in range(args.vocab - len(dictionary)):
-        dictionary.add_symbol(f"w{i}")
+    device = setup_device(args.threads)
+    dictionary = synthetic_dictionary(args.vocab)
     arch = ARCHS[args.variant]
     model_args = SimpleNamespace(encoder_layers=args.layers, max_positions=args.sequence_length + 80)
     ARCH_CONFIG_REGISTRY[arch](model_args)
     task = SimpleNamespace(source_dictionary=dictionary, target_dictionary=dictionary,
                            max_positions=lambda: model_args.max_positions)
     model = ARCH_MODEL_REGISTRY[arch].build_model(model_args, task).to(device).train()
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
-    autocast_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(args.dtype)
-    scaler = torch.amp.GradScaler(enabled=args.dtype == "fp16")
     generator = torch.Generator().manual_seed(1)
     shape = (args.batch_size, args.num_sequences, args.sequence_length)
 
@@ -54,32 +45,14 @@ def measure(args) -> dict:
             tokens, masked = tokens.view(-1, args.sequence_length), masked.view(-1, args.sequence_length)
         return tokens.to(device), masked.to(device)
 
+    def loss_of_batch(tokens, masked):
+        logits, _ = model(tokens, masked_tokens=masked)
+        return torch.nn.functional.cross_entropy(logits.float(), tokens[masked], reduction="sum")
+
     batches = [batch() for _ in range(args.steps + args.warmup)]
-
-    def step(tokens, masked):
-        with torch.autocast(device.type, dtype=autocast_dtype, enabled=autocast_dtype is not None):
-            logits, _ = model(tokens, masked_tokens=masked)
-            loss = torch.nn.functional.cross_entropy(logits.float(), tokens[masked], reduction="sum")
-        optimizer.zero_grad(set_to_none=True)
-        scaler.scale(loss).backward()
-        scaler.step(optimizer)
-        scaler.update()
-
-    for b in batches[: args.warmup]:
-        step(*b)
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-        torch.cuda.reset_peak_memory_stats()
-    start = time.perf_counter()
-    for b in batches[args.warmup:]:
-        step(*b)
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    elapsed = time.perf_counter() - start
+    seconds = time_training(model, loss_of_batch, batches, args.warmup, args.dtype, device)
     tokens = args.steps * args.batch_size * args.num_sequences * args.sequence_length
-    return {"variant": args.variant, "tokens_per_s": tokens / elapsed, "peak_mib": peak_memory_mib(device),
-            "params": sum(p.numel() for p in model.parameters()),
-            "device": torch.cuda.get_device_name() if device.type == "cuda" else "cpu"}
+    return result(args.variant, tokens, seconds, model, device)
 
 
 def main():

@@ -14,40 +14,31 @@ import argparse
 import json
 import os
 import sys
-import time
 
-from bench_common import peak_memory_mib, report, run_interleaved
+from bench_common import report, result, run_interleaved, setup_device, synthetic_dictionary, time_training
 
 VARIANTS = {"transformer_xl": (True, True), "segatron_xl": (False, False)}  # (no_sentence, no_paragraph)
 
 
 def measure(args) -> dict:
     import torch
-    from fairseq.data import Dictionary
     from fairseq.modules import AdaptiveInput
+
     from segatron_fairseq.models.segatron_xl import SegatronXLConfig, SegatronXLDecoder, SegatronXLModel
 
     torch.manual_seed(0)
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if device.type == "cpu":
-        torch.set_num_threads(args.threads)
-    dictionary = Dictionary()
-    for i in range(args.vocab - len(dictionary)):
-        dictionary.add_symbol(f"w{i}")
+    device = setup_device(args.threads)
+    dictionary = synthetic_dictionary(args.vocab)
     no_sentence, no_paragraph = VARIANTS[args.variant]
-    cutoff = f"{args.vocab // 10},{args.vocab // 2}"
+    cutoff = [args.vocab // 10, args.vocab // 2]
     cfg = SegatronXLConfig(decoder_layers=args.layers, decoder_embed_dim=args.dim,
                            decoder_attention_heads=args.heads, decoder_head_dim=args.dim // args.heads,
                            decoder_ffn_embed_dim=args.ffn, mem_len=args.mem_len, dropout=0.1,
                            no_sentence_part=no_sentence, no_paragraph_part=no_paragraph,
-                           adaptive_softmax_cutoff=cutoff, adaptive_input=True, tie_adaptive_weights=True,
-                           tie_adaptive_proj=True)
-    embed = AdaptiveInput(len(dictionary), dictionary.pad(), args.dim, 1.0, args.dim, [args.vocab // 10, args.vocab // 2])
+                           adaptive_softmax_cutoff=",".join(map(str, cutoff)), adaptive_input=True,
+                           tie_adaptive_weights=True, tie_adaptive_proj=True)
+    embed = AdaptiveInput(len(dictionary), dictionary.pad(), args.dim, 1.0, args.dim, cutoff)
     model = SegatronXLModel(SegatronXLDecoder(cfg, dictionary, embed)).to(device).train()
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
-    autocast_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(args.dtype)
-    scaler = torch.amp.GradScaler(enabled=args.dtype == "fp16")
-
     generator = torch.Generator().manual_seed(1)
     shape = (args.batch_size, args.tgt_len)
 
@@ -57,33 +48,15 @@ def measure(args) -> dict:
         paragraph = sentence & (torch.rand(shape, generator=generator) < 1 / 4)
         return [t.to(device) for t in (tokens, sentence, paragraph)]
 
+    def loss_of_batch(tokens, sentence, paragraph):
+        features, _ = model(tokens, sentence_starts=sentence, paragraph_starts=paragraph)
+        logits, targets = model.decoder.adaptive_softmax(features, tokens.roll(-1, dims=1).reshape(-1))
+        return sum(torch.nn.functional.cross_entropy(logit.float(), target, reduction="sum")
+                   for logit, target in zip(logits, targets) if target is not None)
+
     batches = [batch() for _ in range(args.steps + args.warmup)]
-
-    def step(tokens, sentence, paragraph):
-        with torch.autocast(device.type, dtype=autocast_dtype, enabled=autocast_dtype is not None):
-            features, _ = model(tokens, sentence_starts=sentence, paragraph_starts=paragraph)
-            logits, targets = model.decoder.adaptive_softmax(features, tokens.roll(-1, dims=1).reshape(-1))
-            loss = sum(torch.nn.functional.cross_entropy(l.float(), t, reduction="sum")
-                       for l, t in zip(logits, targets) if t is not None)
-        optimizer.zero_grad(set_to_none=True)
-        scaler.scale(loss).backward()
-        scaler.step(optimizer)
-        scaler.update()
-
-    for b in batches[: args.warmup]:
-        step(*b)
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-        torch.cuda.reset_peak_memory_stats()
-    start = time.perf_counter()
-    for b in batches[args.warmup:]:
-        step(*b)
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    elapsed = time.perf_counter() - start
-    return {"variant": args.variant, "tokens_per_s": args.steps * args.batch_size * args.tgt_len / elapsed,
-            "peak_mib": peak_memory_mib(device), "device": torch.cuda.get_device_name() if device.type == "cuda" else "cpu",
-            "params": sum(p.numel() for p in model.parameters())}
+    seconds = time_training(model, loss_of_batch, batches, args.warmup, args.dtype, device)
+    return result(args.variant, args.steps * args.batch_size * args.tgt_len, seconds, model, device)
 
 
 def main():

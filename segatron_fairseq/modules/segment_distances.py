@@ -50,9 +50,12 @@ class SegmentDistances:
 
     Attributes (K = keys, T = queries, B = batch):
       token_table: (K, d_token), row r for distance K-1-r (clamped to clamp_len)
-      sentence_table / paragraph_table: (D+1, d_part), row k for distance k
-      sentence_index / paragraph_index: (B, T, K) long, row of the table for
-        each pair (0 for keys after the query, which are masked)
+      tables[part]: (D_part+1, d_part) for the sentence / paragraph part, row k
+        for distance k
+      joint_index: (B, T, K) long, for each pair the flat position of its
+        (sentence, paragraph) distances in the grid of all combinations
+        (row-major over ``tables``; distances of keys after the query, which
+        are masked, are 0). One gather over that grid serves every part.
     """
 
     def __init__(
@@ -70,16 +73,18 @@ class SegmentDistances:
             positions = positions.clamp(max=clamp_len)
         self.token_table = sinusoid_table(positions, part_dims["token"])
         self.tables: Dict[str, Tensor] = {}
-        self.indexes: Dict[str, Tensor] = {}
+        self.joint_index: Optional[Tensor] = None
         for part in PARTS[1:]:
             if part not in part_dims:
                 continue
-            distance = query_counters[part][:, :, None] - key_counters[part][:, None, :]
-            distance = distance.clamp(min=0)
+            distance = (query_counters[part][:, :, None] - key_counters[part][:, None, :]).clamp(min=0)
             largest = int(distance.max()) if distance.numel() else 0
-            self.indexes[part] = distance
             self.tables[part] = sinusoid_table(torch.arange(largest + 1, device=device, dtype=dtype),
                                                part_dims[part])
+            if self.joint_index is None:
+                self.joint_index = distance
+            else:
+                self.joint_index = self.joint_index * (largest + 1) + distance
 
     def map_tables(self, fn) -> None:
         """Apply ``fn`` (e.g. dropout) to every table."""

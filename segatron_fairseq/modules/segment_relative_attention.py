@@ -12,8 +12,9 @@ column block of W_R:
 - token: the usual Transformer-XL term: (q_i + v) . W_tok R^token over the K
   distances, then ``rel_shift`` puts distance M + i - j at column j;
 - sentence, paragraph: (q_i + v) . W_part R^part for the D+1 distances present
-  in the window, then a gather picks, for each (i, j), the column of its
-  distance. Cost O(T x D x d) instead of O(T x K x d).
+  in the window; the sums over all (sentence, paragraph) distance combinations
+  form a small grid, and one gather picks, for each (i, j), the cell of its
+  two distances. Cost O(T x D x d) instead of O(T x K x d).
 """
 from typing import Dict, Optional
 
@@ -76,11 +77,16 @@ class SegmentRelativeMultiheadAttention(nn.Module):
 
         r_token = self._project_part("token", distances.token_table)  # (K, H, dh)
         scores = scores + rel_shift(torch.einsum("bhid,khd->bhik", q_position, r_token))
-        for part, table in distances.tables.items():
-            r_part = self._project_part(part, table)  # (D+1, H, dh)
-            by_distance = torch.einsum("bhid,khd->bhik", q_position, r_part)  # (B, H, T, D+1)
-            index = distances.indexes[part][:, None].expand(batch, self.num_heads, seq_len, keys)
-            scores = scores + by_distance.gather(-1, index)
+        if distances.tables:
+            # scores for every combination of the parts' distances, (B, H, T, prod(D_part+1)),
+            # then one gather picks each pair's combination
+            grid = None
+            for part, table in distances.tables.items():
+                r_part = self._project_part(part, table)  # (D+1, H, dh)
+                by_distance = torch.einsum("bhid,khd->bhik", q_position, r_part)  # (B, H, T, D+1)
+                grid = by_distance if grid is None else (grid[..., :, None] + by_distance[..., None, :]).flatten(-2)
+            index = distances.joint_index[:, None].expand(batch, self.num_heads, seq_len, keys)
+            scores = scores + grid.gather(-1, index)
         return scores, v
 
     def forward(self, hidden: Tensor, memory: Optional[Tensor], distances: SegmentDistances,

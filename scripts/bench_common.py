@@ -61,6 +61,22 @@ def synthetic_dictionary(size: int):
     return dictionary
 
 
+def build_registered_model(arch: str, dictionary, max_positions: int, device, **overrides):
+    """A model of architecture ``arch`` from fairseq's registries, with the
+    architecture's defaults for every argument not in ``overrides``."""
+    from types import SimpleNamespace
+
+    from fairseq.models import ARCH_CONFIG_REGISTRY, ARCH_MODEL_REGISTRY
+
+    import segatron_fairseq  # noqa: F401  (registers the plugin's architectures)
+
+    args = SimpleNamespace(max_positions=max_positions, **overrides)
+    ARCH_CONFIG_REGISTRY[arch](args)
+    task = SimpleNamespace(source_dictionary=dictionary, target_dictionary=dictionary,
+                           max_positions=lambda: max_positions)
+    return ARCH_MODEL_REGISTRY[arch].build_model(args, task).to(device).train()
+
+
 def time_training(model, loss_of_batch: Callable, batches: Sequence, warmup: int, dtype: str, device) -> float:
     """Seconds for the training steps (forward, loss, backward, Adam) on
     ``batches[warmup:]``, after ``warmup`` untimed steps; peak memory counts

@@ -13,28 +13,28 @@ import argparse
 import json
 import os
 import sys
-from types import SimpleNamespace
 
-from bench_common import report, result, run_interleaved, setup_device, synthetic_dictionary, time_training
+from bench_common import (
+    build_registered_model,
+    report,
+    result,
+    run_interleaved,
+    setup_device,
+    synthetic_dictionary,
+    time_training,
+)
 
 ARCHS = {"roberta": "roberta_base", "cross_thought": "cross_thought_base"}
 
 
 def measure(args) -> dict:
     import torch
-    from fairseq.models import ARCH_CONFIG_REGISTRY, ARCH_MODEL_REGISTRY
-
-    import segatron_fairseq  # noqa: F401  (registers cross_thought)
 
     torch.manual_seed(0)
     device = setup_device(args.threads)
     dictionary = synthetic_dictionary(args.vocab)
-    arch = ARCHS[args.variant]
-    model_args = SimpleNamespace(encoder_layers=args.layers, max_positions=args.sequence_length + 80)
-    ARCH_CONFIG_REGISTRY[arch](model_args)
-    task = SimpleNamespace(source_dictionary=dictionary, target_dictionary=dictionary,
-                           max_positions=lambda: model_args.max_positions)
-    model = ARCH_MODEL_REGISTRY[arch].build_model(model_args, task).to(device).train()
+    model = build_registered_model(ARCHS[args.variant], dictionary, args.sequence_length + 80, device,
+                                   encoder_layers=args.layers)
     generator = torch.Generator().manual_seed(1)
     shape = (args.batch_size, args.num_sequences, args.sequence_length)
 

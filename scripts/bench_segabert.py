@@ -14,28 +14,27 @@ import argparse
 import json
 import os
 import sys
-from types import SimpleNamespace
 
-from bench_common import report, result, run_interleaved, setup_device, synthetic_dictionary, time_training
+from bench_common import (
+    build_registered_model,
+    report,
+    result,
+    run_interleaved,
+    setup_device,
+    synthetic_dictionary,
+    time_training,
+)
 
 ARCHS = {"roberta": "roberta_base", "segabert": "segabert_base"}
 
 
 def measure(args) -> dict:
     import torch
-    from fairseq.models import ARCH_CONFIG_REGISTRY, ARCH_MODEL_REGISTRY
-
-    import segatron_fairseq  # noqa: F401  (registers segabert)
 
     torch.manual_seed(0)
     device = setup_device(args.threads)
     dictionary = synthetic_dictionary(args.vocab)
-    arch = ARCHS[args.variant]
-    model_args = SimpleNamespace(encoder_layers=args.layers, max_positions=args.seq_len)
-    ARCH_CONFIG_REGISTRY[arch](model_args)
-    task = SimpleNamespace(source_dictionary=dictionary, target_dictionary=dictionary,
-                           max_positions=lambda: args.seq_len)
-    model = ARCH_MODEL_REGISTRY[arch].build_model(model_args, task).to(device).train()
+    model = build_registered_model(ARCHS[args.variant], dictionary, args.seq_len, device, encoder_layers=args.layers)
     generator = torch.Generator().manual_seed(1)
     shape = (args.batch_size, args.seq_len)
 

@@ -1,5 +1,6 @@
 """Shared helpers: run the venv's console scripts and fail with their output."""
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -22,6 +23,13 @@ def run_cli(name, *args, cwd=None, expect_ok=True):
     if not expect_ok and proc.returncode == 0:
         pytest.fail(f"{' '.join(cmd)} succeeded but should have failed:\n{proc.stdout[-3000:]}")
     return proc.stdout
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on (for torchrun)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 @pytest.fixture

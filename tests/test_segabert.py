@@ -1,13 +1,12 @@
 """SegaBERT: embeddings, document examples, index rule, masking, pre-training."""
 import re
-import socket
 
 import numpy as np
 import pytest
 import torch
 from fairseq.data import Dictionary
 
-from conftest import PLUGIN_DIR, run_cli
+from conftest import PLUGIN_DIR, free_port, run_cli
 from corpus import make_documents, write_wikitext
 from segatron_fairseq.data import DocumentExampleDataset, SegmentIndexedDataset
 
@@ -165,14 +164,8 @@ def test_tiny_model_overfits_a_tiny_corpus(tmp_path):
     assert "index_shifted=" in out
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_distributed_two_processes_on_cpu(data, tmp_path):
-    out = run_cli("torchrun", "--nproc_per_node", 2, "--master_addr", "127.0.0.1", "--master_port", _free_port(),
+    out = run_cli("torchrun", "--nproc_per_node", 2, "--master_addr", "127.0.0.1", "--master_port", free_port(),
                   "-m", "fairseq_cli.train", data / "bin", *TRAIN, "--arch", "segabert_tiny", "--max-update", 5,
                   "--save-dir", tmp_path / "ckpt", "--distributed-backend", "gloo",
                   "--ddp-backend", "legacy_ddp")

@@ -1,13 +1,12 @@
 """segatron_lm task + Segatron-XL: stream batching, counters, memory, train/eval-lm/resume/distributed."""
 import re
-import socket
 
 import numpy as np
 import pytest
 import torch
 from fairseq import checkpoint_utils
 
-from conftest import PLUGIN_DIR, run_cli
+from conftest import PLUGIN_DIR, free_port, run_cli
 from corpus import make_documents, write_wikitext
 from segatron_fairseq.data import SegmentIndexedDataset, SegmentStreamDataset
 
@@ -163,14 +162,8 @@ def test_train_eval_lm_and_resume(data, tmp_path, arch, extra):
     assert re.search(r"epoch 001:\s+26 / \d+ .*num_updates=26", out), out[-2000:]
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_distributed_two_processes_on_cpu(data, tmp_path):
-    out = run_cli("torchrun", "--nproc_per_node", 2, "--master_addr", "127.0.0.1", "--master_port", _free_port(),
+    out = run_cli("torchrun", "--nproc_per_node", 2, "--master_addr", "127.0.0.1", "--master_port", free_port(),
                   "-m", "fairseq_cli.train", data / "bin", *TRAIN, "--arch", "segatron_xl_tiny",
                   "--batch-size", 2, "--tgt-len", 12, "--save-dir", tmp_path / "ckpt", "--max-update", 6,
                   "--distributed-backend", "gloo", "--ddp-backend", "legacy_ddp")

@@ -20,25 +20,18 @@ from fairseq.data import (
     TokenBlockDataset,
     data_utils,
 )
-from fairseq.dataclass import FairseqDataclass
 from fairseq.tasks import FairseqTask, register_task
-from omegaconf import II
 
 from segatron_fairseq.data import ShortSequenceDataset
-from segatron_fairseq.tasks.segabert_mlm import load_dictionary_with_mask
+from segatron_fairseq.tasks.segabert_mlm import MaskingConfig, load_dictionary_with_mask
 
 logger = logging.getLogger(__name__)
 
 
 @dataclass
-class CrossThoughtMLMConfig(FairseqDataclass):
-    data: str = field(default="???", metadata={"help": "binarized corpus directory (dict.txt, {split}.bin/.idx)"})
+class CrossThoughtMLMConfig(MaskingConfig):
     num_sequences: int = field(default=500, metadata={"help": "M short sequences per sample"})
     sequence_length: int = field(default=64, metadata={"help": "L tokens per short sequence"})
-    mask_prob: float = field(default=0.15, metadata={"help": "probability of masking a token"})
-    leave_unmasked_prob: float = field(default=0.1, metadata={"help": "of those, kept unchanged"})
-    random_token_prob: float = field(default=0.1, metadata={"help": "of those, replaced at random"})
-    seed: int = II("common.seed")
 
 
 @register_task("cross_thought_mlm", dataclass=CrossThoughtMLMConfig)

@@ -33,18 +33,24 @@ logger = logging.getLogger(__name__)
 
 
 @dataclass
-class SegaBERTMLMConfig(FairseqDataclass):
+class MaskingConfig(FairseqDataclass):
+    """The corpus and BERT's masking, shared by the masked-LM tasks."""
+
     data: str = field(default="???", metadata={"help": "segatron-preprocess output directory"})
-    tokens_per_sample: int = field(default=512, metadata={"help": "example length with [CLS] and [SEP]"})
-    examples_per_epoch: int = field(default=0, metadata={"help": "0: about one pass over the tokens"})
     mask_prob: float = field(default=0.15, metadata={"help": "probability of masking a token"})
     leave_unmasked_prob: float = field(default=0.1, metadata={"help": "of those, kept unchanged"})
     random_token_prob: float = field(default=0.1, metadata={"help": "of those, replaced at random"})
+    seed: int = II("common.seed")
+
+
+@dataclass
+class SegaBERTMLMConfig(MaskingConfig):
+    tokens_per_sample: int = field(default=512, metadata={"help": "example length with [CLS] and [SEP]"})
+    examples_per_epoch: int = field(default=0, metadata={"help": "0: about one pass over the tokens"})
     mask_whole_words: bool = field(default=False, metadata={"help": "mask whole words (sentencepiece ▁)"})
     max_paragraph_index: int = field(default=50, metadata={"help": "paragraph index table size"})
     max_sentence_index: int = field(default=100, metadata={"help": "sentence index table size"})
     max_token_index: int = field(default=256, metadata={"help": "token index table size"})
-    seed: int = II("common.seed")
 
 
 def load_dictionary_with_mask(data: str) -> Dictionary:

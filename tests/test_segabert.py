@@ -164,10 +164,14 @@ def test_tiny_model_overfits_a_tiny_corpus(tmp_path):
     assert "index_shifted=" in out
 
 
-def test_distributed_two_processes_on_cpu(data, tmp_path):
-    out = run_cli("torchrun", "--nproc_per_node", 2, "--master_addr", "127.0.0.1", "--master_port", free_port(),
-                  "-m", "fairseq_cli.train", data / "bin", *TRAIN, "--arch", "segabert_tiny", "--max-update", 5,
-                  "--save-dir", tmp_path / "ckpt", "--distributed-backend", "gloo",
-                  "--ddp-backend", "legacy_ddp")
+@pytest.mark.parametrize("launcher", ["fairseq", "torchrun"])
+def test_distributed_two_processes_on_cpu(data, tmp_path, launcher):
+    if launcher == "fairseq":
+        command, launch = "fairseq-train", ["--distributed-world-size", 2]
+    else:
+        command, launch = "torchrun", ["--nproc_per_node", 2, "--master_addr", "127.0.0.1", "--master_port",
+                                       free_port(), "-m", "fairseq_cli.train"]
+    out = run_cli(command, *launch, data / "bin", *TRAIN, "--arch", "segabert_tiny", "--max-update", 5,
+                  "--save-dir", tmp_path / "ckpt", "--ddp-backend", "legacy_ddp")
     assert "as rank 1" in out and re.search(r"num_updates[ =]5\b", out)
     assert (tmp_path / "ckpt" / "checkpoint_last.pt").exists()

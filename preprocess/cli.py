@@ -126,14 +126,8 @@ def resolve_splitter(args, train_path: Optional[str]):
     saved = os.path.join(args.destdir, sentences.PUNKT_FILE)
     if choice not in SPLITTERS:
         return sentences.load(choice), f"punkt from {os.path.abspath(choice)}"
-    if choice in ("auto", "punkt-pretrained"):
-        if sentences.pretrained_available():
-            return sentences.load_pretrained(), "punkt-pretrained (NLTK english)"
-        if choice == "punkt-pretrained":
-            raise PreprocessError(
-                "--sentence-splitter punkt-pretrained: NLTK's English Punkt model (punkt_tab) is not installed; "
-                "use punkt-trained or a path"
-            )
+    if choice in ("auto", "punkt-pretrained") and sentences.pretrained_available():
+        return sentences.load_pretrained(), "punkt-pretrained (NLTK english)"
     if os.path.isfile(saved):
         return sentences.load(saved), f"punkt-trained (reused {saved})"
     if train_path is None:
@@ -263,6 +257,11 @@ def main(args) -> None:
     splits = _input_files(args)
     train_path = args.trainpref
     srcdict = _load_dictionary(args.srcdict) if args.srcdict else None
+    if args.sentence_splitter == "punkt-pretrained" and not sentences.pretrained_available():
+        raise PreprocessError(
+            "--sentence-splitter punkt-pretrained: NLTK's English Punkt model (punkt_tab) is not installed; "
+            "use punkt-trained or a path"
+        )
     os.makedirs(args.destdir, exist_ok=True)
     if args.bpe == "none":
         # whitespace tokens do not depend on sentences: settle the dictionary

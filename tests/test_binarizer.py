@@ -196,6 +196,27 @@ def test_sentencepiece_token_indexes_count_subwords(tmp_path):
             assert item.token[positions].tolist() == list(range(len(positions)))
         assert item.token[-1] == len(mine) and item.sentence[-1] == len(sentences) - 1
 
+    # an existing model through --bpe-model gives the same datasets, and is kept next to them
+    run_cli("segatron-preprocess", "--input-format", "lines", "--trainpref", tmp_path / "train.txt",
+            "--destdir", tmp_path / "again", "--bpe", "sentencepiece", "--bpe-model",
+            tmp_path / "bin" / "sentencepiece.model", "--sentence-splitter", tmp_path / "bin" / "punkt.json")
+    for name in ("dict.txt", "train.bin", "train.token.bin", "train.sentence.bin", "sentencepiece.model"):
+        assert (tmp_path / "again" / name).read_bytes() == (tmp_path / "bin" / name).read_bytes(), name
+
+
+def test_pretrained_punkt_is_used_when_installed_and_refused_clearly_when_not(tmp_path):
+    from preprocess import sentences
+
+    write_lines(tmp_path / "train.txt", make_documents(3, seed=1))
+    args = ["--input-format", "lines", "--trainpref", tmp_path / "train.txt", "--destdir", tmp_path / "bin",
+            "--sentence-splitter", "punkt-pretrained"]
+    if sentences.pretrained_available():
+        assert "punkt-pretrained (NLTK english)" in run_cli("segatron-preprocess", *args)
+    else:
+        out = _preprocess_error(*args)
+        assert "NLTK's English Punkt model (punkt_tab) is not installed" in out
+        assert not (tmp_path / "bin").exists()  # refused before anything was written
+
 
 # ---- bad input ---------------------------------------------------------------------------------
 

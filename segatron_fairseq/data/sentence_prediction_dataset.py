@@ -8,9 +8,10 @@ of their neighbouring token on the left ([CLS]: the first token's).
 """
 from typing import List, Sequence, Tuple
 
-import numpy as np
 import torch
-from fairseq.data import FairseqDataset, data_utils
+from fairseq.data import data_utils
+
+from .example_list_dataset import ExampleListDataset
 
 
 def segment_layout(texts: Sequence[Sequence[int]], bos: int, eos: int, max_positions: int,
@@ -37,24 +38,12 @@ def segment_layout(texts: Sequence[Sequence[int]], bos: int, eos: int, max_posit
     return tokens, paragraph, sentence, token
 
 
-class SentencePredictionDataset(FairseqDataset):
+class SentencePredictionDataset(ExampleListDataset):
     def __init__(self, examples: List[Tuple[List[int], List[int], List[int], List[int]]], targets: List,
                  pad: int, regression: bool):
+        super().__init__([len(e[0]) for e in examples])
         self.examples, self.targets = examples, targets
         self.pad, self.regression = pad, regression
-        self.sizes = np.array([len(e[0]) for e in examples], dtype=np.int64)
-
-    def __getitem__(self, index):
-        return index
-
-    def __len__(self):
-        return len(self.examples)
-
-    def num_tokens(self, index):
-        return int(self.sizes[index])
-
-    def size(self, index):
-        return int(self.sizes[index])
 
     def collater(self, indices):
         if not indices:
@@ -79,6 +68,3 @@ class SentencePredictionDataset(FairseqDataset):
             },
             "target": torch.tensor([self.targets[i] for i in indices], dtype=dtype),
         }
-
-    def ordered_indices(self):
-        return np.argsort(self.sizes, kind="stable")

@@ -3,28 +3,16 @@ fine-tuning: item i is a list of token lists (a pair, or a question and its
 candidates); the collater pads them to (B, M, L), missing sequences all pad."""
 from typing import List, Sequence
 
-import numpy as np
 import torch
-from fairseq.data import FairseqDataset
+
+from .example_list_dataset import ExampleListDataset
 
 
-class SequenceGroupDataset(FairseqDataset):
+class SequenceGroupDataset(ExampleListDataset):
     def __init__(self, groups: List[Sequence[Sequence[int]]], targets: List, pad: int, max_length: int):
-        self.groups = [[list(s)[:max_length] for s in group] for group in groups]
-        self.targets, self.pad = targets, pad
-        self.sizes = np.array([sum(len(s) for s in g) for g in self.groups], dtype=np.int64)
-
-    def __getitem__(self, index):
-        return index
-
-    def __len__(self):
-        return len(self.groups)
-
-    def num_tokens(self, index):
-        return int(self.sizes[index])
-
-    def size(self, index):
-        return int(self.sizes[index])
+        groups = [[list(s)[:max_length] for s in group] for group in groups]
+        super().__init__([sum(len(s) for s in g) for g in groups])
+        self.groups, self.targets, self.pad = groups, targets, pad
 
     def collater(self, indices):
         if not indices:
@@ -44,6 +32,3 @@ class SequenceGroupDataset(FairseqDataset):
             "net_input": {"src_tokens": tokens},
             "target": torch.tensor(targets, dtype=torch.float if isinstance(targets[0], float) else torch.long),
         }
-
-    def ordered_indices(self):
-        return np.argsort(self.sizes, kind="stable")

@@ -1,9 +1,7 @@
 """segatron-preprocess: fairseq equality, index semantics, alignment, formats, bad input."""
 import json
 import os
-import struct
 
-import numpy as np
 import pytest
 import sentencepiece as spm
 from fairseq.data import Dictionary, data_utils

@@ -1,7 +1,6 @@
 """Cross-Thought model: shapes, masks, positions, alpha, ranking from cached embeddings, pre-training."""
 import argparse
 
-import pytest
 import torch
 from fairseq.data import Dictionary
 from fairseq.models import ARCH_CONFIG_REGISTRY

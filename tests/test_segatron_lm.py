@@ -61,7 +61,6 @@ def test_stream_rows_cover_every_token_once_in_order(data, batch_size, tgt_len, 
 
 
 def test_counters_continue_across_batches_and_restart_each_epoch(data):
-    from fairseq.data import Dictionary  # noqa: F401
     from segatron_fairseq.models.segatron_xl import SegatronXLConfig, SegatronXLModel
     from segatron_fairseq.tasks.segatron_lm import SegatronLMConfig, SegatronLMTask
 
@@ -84,7 +83,6 @@ def test_counters_continue_across_batches_and_restart_each_epoch(data):
             memory = model.decoder._memory[False]
             for part in seen:
                 seen[part].append(memory.last[part].clone())
-            flags = sample["net_input"]
     # counters = number of starts seen so far in each row
     for part, key in (("sentence", "sentence_starts"), ("paragraph", "paragraph_starts")):
         expected = torch.zeros(2, dtype=torch.long)
@@ -95,7 +93,6 @@ def test_counters_continue_across_batches_and_restart_each_epoch(data):
     assert model.decoder._memory[False].counters["sentence"].shape == (2, 9)
     task.begin_valid_epoch(2, model)
     assert False not in model.decoder._memory
-    del flags
 
 
 def _eval_lm_loss(out):

@@ -3,7 +3,6 @@ alpha being the cross-sequence attention of the question (sequence 0) over
 the candidates, averaged over heads and special tokens; reports Recall@1,
 Recall@k (k = the task's ``--recall-k``) and the mean reciprocal rank."""
 import math
-from dataclasses import dataclass
 
 import torch
 from fairseq import metrics

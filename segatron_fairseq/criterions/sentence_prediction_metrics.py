@@ -2,7 +2,6 @@
 loss, plus the GLUE metrics the task asks for over the whole validation set
 (accuracy, F1 of label 1, Matthews correlation, Pearson, Spearman)."""
 import math
-from dataclasses import dataclass
 
 import numpy as np
 import torch

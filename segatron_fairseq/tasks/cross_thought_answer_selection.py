@@ -12,12 +12,13 @@ import os
 from dataclasses import dataclass, field
 
 from fairseq.dataclass import FairseqDataclass
-from fairseq.tasks import FairseqTask, register_task
+from fairseq.tasks import register_task
 
 from segatron_fairseq.data.answer_selection import read_answer_selection
 from segatron_fairseq.data.sequence_pair_dataset import SequenceGroupDataset
 from segatron_fairseq.data.text_encoder import text_encoder
 from segatron_fairseq.tasks.segabert_mlm import load_dictionary_with_mask
+from segatron_fairseq.tasks.single_dictionary_task import SingleDictionaryTask
 
 logger = logging.getLogger(__name__)
 
@@ -32,10 +33,9 @@ class CrossThoughtAnswerSelectionConfig(FairseqDataclass):
 
 
 @register_task("cross_thought_answer_selection", dataclass=CrossThoughtAnswerSelectionConfig)
-class CrossThoughtAnswerSelectionTask(FairseqTask):
+class CrossThoughtAnswerSelectionTask(SingleDictionaryTask):
     def __init__(self, cfg, dictionary):
-        super().__init__(cfg)
-        self.dictionary = dictionary
+        super().__init__(cfg, dictionary)
         self.encode = text_encoder(cfg.pretrain_data, dictionary)
 
     @classmethod
@@ -51,14 +51,3 @@ class CrossThoughtAnswerSelectionTask(FairseqTask):
         )
         logger.info(f"{split}: {len(examples):,} questions, "
                     f"{sum(len(c) for _, c, _ in examples):,} candidates from {path}")
-
-    def max_positions(self):
-        return None
-
-    @property
-    def source_dictionary(self):
-        return self.dictionary
-
-    @property
-    def target_dictionary(self):
-        return self.dictionary

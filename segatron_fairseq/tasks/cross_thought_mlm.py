@@ -20,10 +20,11 @@ from fairseq.data import (
     TokenBlockDataset,
     data_utils,
 )
-from fairseq.tasks import FairseqTask, register_task
+from fairseq.tasks import register_task
 
 from segatron_fairseq.data import ShortSequenceDataset
 from segatron_fairseq.tasks.segabert_mlm import MaskingConfig, load_dictionary_with_mask
+from segatron_fairseq.tasks.single_dictionary_task import SingleDictionaryTask
 
 logger = logging.getLogger(__name__)
 
@@ -35,10 +36,9 @@ class CrossThoughtMLMConfig(MaskingConfig):
 
 
 @register_task("cross_thought_mlm", dataclass=CrossThoughtMLMConfig)
-class CrossThoughtMLMTask(FairseqTask):
+class CrossThoughtMLMTask(SingleDictionaryTask):
     def __init__(self, cfg: CrossThoughtMLMConfig, dictionary):
-        super().__init__(cfg)
-        self.dictionary = dictionary
+        super().__init__(cfg, dictionary)
         self.mask_idx = dictionary.index("<mask>")
 
     @classmethod
@@ -70,14 +70,3 @@ class CrossThoughtMLMTask(FairseqTask):
             sizes=[blocks.sizes],
         )
         logger.info(f"{split}: {len(blocks):,} samples of {self.cfg.num_sequences} x {self.cfg.sequence_length} tokens")
-
-    @property
-    def source_dictionary(self):
-        return self.dictionary
-
-    @property
-    def target_dictionary(self):
-        return self.dictionary
-
-    def max_positions(self):
-        return None

@@ -24,10 +24,11 @@ from fairseq.data import (
     RightPadDataset,
 )
 from fairseq.dataclass import FairseqDataclass
-from fairseq.tasks import FairseqTask, register_task
+from fairseq.tasks import register_task
 from omegaconf import II
 
 from segatron_fairseq.data import DocumentExampleDataset, FieldDataset, SegmentIndexedDataset, SumDataset
+from segatron_fairseq.tasks.single_dictionary_task import SingleDictionaryTask
 
 logger = logging.getLogger(__name__)
 
@@ -78,10 +79,9 @@ def whole_word_starts(data: str, dictionary: Dictionary) -> torch.Tensor:
 
 
 @register_task("segabert_mlm", dataclass=SegaBERTMLMConfig)
-class SegaBERTMLMTask(FairseqTask):
+class SegaBERTMLMTask(SingleDictionaryTask):
     def __init__(self, cfg: SegaBERTMLMConfig, dictionary: Dictionary):
-        super().__init__(cfg)
-        self.dictionary = dictionary
+        super().__init__(cfg, dictionary)
         self.mask_idx = dictionary.index("<mask>")
 
     @classmethod
@@ -152,14 +152,6 @@ class SegaBERTMLMTask(FairseqTask):
         for key in ("index_shifted", "index_clipped"):
             if any(key in log for log in logging_outputs):
                 metrics.log_scalar_sum(key, sum(log.get(key, 0) for log in logging_outputs))
-
-    @property
-    def source_dictionary(self):
-        return self.dictionary
-
-    @property
-    def target_dictionary(self):
-        return self.dictionary
 
     def max_positions(self):
         return self.cfg.tokens_per_sample

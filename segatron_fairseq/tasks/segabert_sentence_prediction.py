@@ -16,13 +16,14 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from fairseq.dataclass import FairseqDataclass
-from fairseq.tasks import FairseqTask, register_task
+from fairseq.tasks import register_task
 from omegaconf import II
 
 from segatron_fairseq.data.glue_tsv import GLUE_TASKS, GlueFormat, read_tsv
 from segatron_fairseq.data.sentence_prediction_dataset import SentencePredictionDataset, segment_layout
 from segatron_fairseq.data.text_encoder import text_encoder
 from segatron_fairseq.tasks.segabert_mlm import load_dictionary_with_mask
+from segatron_fairseq.tasks.single_dictionary_task import SingleDictionaryTask
 
 logger = logging.getLogger(__name__)
 METRICS = ("accuracy", "f1", "mcc", "pearson", "spearman")
@@ -47,10 +48,10 @@ class SegaBERTSentencePredictionConfig(FairseqDataclass):
 
 
 @register_task("segabert_sentence_prediction", dataclass=SegaBERTSentencePredictionConfig)
-class SegaBERTSentencePredictionTask(FairseqTask):
+class SegaBERTSentencePredictionTask(SingleDictionaryTask):
     def __init__(self, cfg, dictionary, fmt: GlueFormat, labels):
-        super().__init__(cfg)
-        self.dictionary, self.format, self.labels = dictionary, fmt, labels
+        super().__init__(cfg, dictionary)
+        self.format, self.labels = fmt, labels
         self.encode = text_encoder(cfg.pretrain_data, dictionary)
         self.metrics = fmt.metrics
 
@@ -112,11 +113,3 @@ class SegaBERTSentencePredictionTask(FairseqTask):
 
     def max_positions(self):
         return self.cfg.max_positions
-
-    @property
-    def source_dictionary(self):
-        return self.dictionary
-
-    @property
-    def target_dictionary(self):
-        return self.dictionary

@@ -20,10 +20,11 @@ import torch
 from fairseq.data import Dictionary, iterators
 from fairseq.dataclass import FairseqDataclass
 from fairseq.distributed import utils as distributed_utils
-from fairseq.tasks import FairseqTask, register_task
+from fairseq.tasks import register_task
 from omegaconf import II
 
 from segatron_fairseq.data import SegmentIndexedDataset, SegmentStreamDataset
+from segatron_fairseq.tasks.single_dictionary_task import SingleDictionaryTask
 
 logger = logging.getLogger(__name__)
 
@@ -39,10 +40,9 @@ class SegatronLMConfig(FairseqDataclass):
 
 
 @register_task("segatron_lm", dataclass=SegatronLMConfig)
-class SegatronLMTask(FairseqTask):
+class SegatronLMTask(SingleDictionaryTask):
     def __init__(self, cfg: SegatronLMConfig, dictionary: Dictionary):
-        super().__init__(cfg)
-        self.dictionary = dictionary
+        super().__init__(cfg, dictionary)
 
     @classmethod
     def setup_task(cls, cfg: SegatronLMConfig, **kwargs):
@@ -106,14 +106,3 @@ class SegatronLMTask(FairseqTask):
 
     def begin_valid_epoch(self, epoch, model):
         model.reset_memory(training=False)
-
-    @property
-    def source_dictionary(self):
-        return self.dictionary
-
-    @property
-    def target_dictionary(self):
-        return self.dictionary
-
-    def max_positions(self):
-        return None

@@ -1,14 +1,15 @@
 """Does the cross-sequence Transformer carry information between sequences?
 
-    python scripts/cross_thought_synthetic.py [--updates 2500] [--workdir cross_thought_synthetic]
+    python scripts/cross_thought_synthetic.py [--updates 1500] [--workdir cross_thought_synthetic]
 
-Writes a corpus in which every sample is M short sequences that all contain
-the same (key, value) pair among filler words, with a fresh random pair per
-sample: a masked value can be recovered from another sequence of the sample,
-never from its own. Trains ``cross_thought_tiny`` with ``fairseq-train``
-twice, with and without the cross-sequence layer (same seed and steps), then
-masks exactly the value in every sequence of held-out samples and prints how
-often each model predicts it (chance: 1 / number of values).
+Writes a corpus in which every sample is M short sequences of random filler
+words that all contain the same value word, a fresh random value per sample:
+a masked value can be recovered from another sequence of the sample, never
+from its own. Trains ``cross_thought_tiny`` with ``fairseq-train --task
+cross_thought_mlm`` (``--mask-prob`` of all tokens, 80/10/10) twice, with
+and without the cross-sequence layer (same seed, data and steps), then masks
+exactly the value of one sequence of each held-out sample and prints how often
+each model predicts it (chance: 1 / number of values).
 """
 import argparse
 import os
@@ -28,12 +29,12 @@ def write_corpus(path, samples, num_sequences, length, values, seed):
     fillers = [f"f{i}" for i in range(10)]
     with open(path, "w") as f:
         for _ in range(samples):
-            key, value = f"k{rng.randrange(values)}", f"v{rng.randrange(values)}"
+            value = f"v{rng.randrange(values)}"
             for _ in range(num_sequences):
-                words = [rng.choice(fillers) for _ in range(length - 3)]
-                at = rng.randrange(len(words) + 1)
-                words[at:at] = [key, value]
+                words = [rng.choice(fillers) for _ in range(length - 2)]
+                words.insert(rng.randrange(len(words) + 1), value)
                 f.write(" ".join(words) + "\n")  # + </s>: exactly `length` tokens
+            f.write("\n")  # a blank line ends the document (no item)
 
 
 def run(cmd, log):
@@ -75,8 +76,10 @@ def main():
     p.add_argument("--num-sequences", type=int, default=4)
     p.add_argument("--length", type=int, default=8)
     p.add_argument("--values", type=int, default=10)
-    p.add_argument("--train-samples", type=int, default=3000)
-    p.add_argument("--updates", type=int, default=2500)
+    p.add_argument("--train-samples", type=int, default=20000)
+    p.add_argument("--updates", type=int, default=1500)
+    p.add_argument("--batch-size", type=int, default=64, help="samples per update")
+    p.add_argument("--mask-prob", type=float, default=0.3)
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--seed", type=int, default=1)
     args = p.parse_args()
@@ -93,7 +96,8 @@ def main():
         save = os.path.join(args.workdir, name.replace(" ", "_"))
         run([os.path.join(BIN, "fairseq-train"), data, "--user-dir", PLUGIN_DIR, "--task", "cross_thought_mlm",
              "--arch", "cross_thought_tiny", *flags, "--criterion", "masked_lm", "--num-sequences",
-             args.num_sequences, "--sequence-length", args.length, "--mask-prob", 0.3, "--batch-size", 32,
+             args.num_sequences, "--sequence-length", args.length, "--mask-prob", args.mask_prob,
+             "--batch-size", args.batch_size,
              "--optimizer", "adam", "--lr", args.lr, "--lr-scheduler", "fixed", "--warmup-updates", 50,
              "--dropout", 0.0, "--attention-dropout", 0.0, "--max-update", args.updates, "--seed", args.seed,
              "--save-dir", save, "--no-epoch-checkpoints", "--disable-validation", "--cpu"],

@@ -18,7 +18,6 @@ heads and special indexes, ``sequence_embeddings`` and ``cross_states``
 import torch
 from fairseq.models import register_model, register_model_architecture
 from fairseq.models.roberta.model import RobertaEncoder, RobertaModel, base_architecture
-from fairseq.modules.transformer_sentence_encoder import init_bert_params
 from fairseq.utils import safe_getattr
 from torch import nn
 
@@ -49,6 +48,22 @@ class PairClassificationHead(nn.Module):
         return self.out_proj(self.dropout(pooled))
 
 
+BERT_INIT_STD = 0.02  # the std of fairseq's init_bert_params
+
+
+def scale_initial_weights(model: nn.Module, init_std: float):
+    """Turn BERT's N(0, 0.02) initialisation of every linear, embedding and
+    attention projection weight (RobertaModel applies it to all modules) into
+    N(0, init_std). Shared weights (the tied LM head) are scaled once."""
+    weights = {}
+    for module in model.modules():
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            weights[id(module.weight)] = module.weight
+    with torch.no_grad():
+        for weight in weights.values():
+            weight.mul_(init_std / BERT_INIT_STD)
+
+
 class CrossThoughtEncoder(RobertaEncoder):
     def __init__(self, args, dictionary):
         args.no_token_positional_embeddings = True  # positions are added here (fixed for specials)
@@ -71,8 +86,6 @@ class CrossThoughtEncoder(RobertaEncoder):
             for _ in range(groups)
         )
         self.final_layer = self.sentence_encoder.build_encoder_layer(args)
-        for module in (self.special_embeddings, self.positions, self.cross_layers, self.final_layer):
-            module.apply(init_bert_params)
 
     # ---- embeddings -----------------------------------------------------------------------------
 
@@ -174,6 +187,11 @@ class CrossThoughtEncoder(RobertaEncoder):
 
 @register_model("cross_thought")
 class CrossThoughtModel(RobertaModel):
+    def __init__(self, args, encoder):
+        super().__init__(args, encoder)  # BERT's initialisation of every module
+        if args.init_std != BERT_INIT_STD:
+            scale_initial_weights(self, args.init_std)
+
     @staticmethod
     def add_args(parser):
         RobertaModel.add_args(parser)
@@ -189,6 +207,9 @@ class CrossThoughtModel(RobertaModel):
                             help="ablation: no cross-sequence Transformer (a masked LM on short sequences)")
         parser.add_argument("--fixed-word-positions", action="store_true", default=None,
                             help="words always start at position N (no random offset in training)")
+        parser.add_argument("--init-std", type=float,
+                            help="std of the initial weights (BERT: 0.02; larger for narrow models, whose "
+                                 "cross-sequence route is too weak at 0.02 to start learning)")
         parser.add_argument("--pair-pooling", choices=("flatten", "average"),
                             help="pair classifier input: flattened 2N cross states (paper) or their mean")
 
@@ -217,6 +238,7 @@ def _cross_thought_defaults(args):
     args.num_special_tokens = safe_getattr(args, "num_special_tokens", 5)
     args.cross_layers = safe_getattr(args, "cross_layers", 1)
     args.pair_pooling = safe_getattr(args, "pair_pooling", "flatten")
+    args.init_std = safe_getattr(args, "init_std", BERT_INIT_STD)
     for flag in ("shared_special_embedding", "share_cross_layers", "cross_mask_self", "no_cross_layer",
                  "fixed_word_positions"):
         if safe_getattr(args, flag, None) is None:
@@ -238,6 +260,9 @@ def cross_thought_tiny_architecture(args):
     args.encoder_ffn_embed_dim = safe_getattr(args, "encoder_ffn_embed_dim", 128)
     args.encoder_attention_heads = safe_getattr(args, "encoder_attention_heads", 4)
     args.max_positions = safe_getattr(args, "max_positions", 128)
+    # BERT's 0.02 suits width 768; at width 64 it leaves the cross-sequence route (word -> special state ->
+    # other sequence -> masked word) too weak to start learning, so 1 / sqrt(width) as in Xavier's scale
+    args.init_std = safe_getattr(args, "init_std", args.encoder_embed_dim ** -0.5)
     cross_thought_base_architecture(args)
 
 

@@ -1,6 +1,6 @@
 """Training throughput and peak memory: Segatron-XL vs Transformer-XL, same code and width.
 
-    python scripts/bench_segatron_xl.py [--layers 4] [--dim 410] [--batch-size 8] [--tgt-len 150]
+    python scripts/bench_segatron_xl.py [--layers 4] [--dim 410] [--vocab 20000] [--cutoffs A,B] [--batch-size 8] [--tgt-len 150]
                                         [--mem-len 150] [--steps 20] [--repeats 2] [--dtype float32|bf16|fp16]
 
 Each measurement runs in a fresh process (so peak memory is its own): forward,
@@ -30,7 +30,8 @@ def measure(args) -> dict:
     device = setup_device(args.threads)
     dictionary = synthetic_dictionary(args.vocab)
     no_sentence, no_paragraph = VARIANTS[args.variant]
-    cutoff = [args.vocab // 10, args.vocab // 2]
+    cutoff = ([int(c) for c in args.cutoffs.split(",")] if args.cutoffs
+              else [args.vocab // 10, args.vocab // 2])
     cfg = SegatronXLConfig(decoder_layers=args.layers, decoder_embed_dim=args.dim,
                            decoder_attention_heads=args.heads, decoder_head_dim=args.dim // args.heads,
                            decoder_ffn_embed_dim=args.ffn, mem_len=args.mem_len, dropout=0.1,
@@ -66,6 +67,8 @@ def main():
     p.add_argument("--heads", type=int, default=10)
     p.add_argument("--ffn", type=int, default=2100)
     p.add_argument("--vocab", type=int, default=20000)
+    p.add_argument("--cutoffs", help="adaptive softmax cutoffs (default: vocab/10, vocab/2); "
+                                     "WikiText-103: --vocab 267735 --cutoffs 20000,40000,200000")
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--tgt-len", type=int, default=150)
     p.add_argument("--mem-len", type=int, default=150)

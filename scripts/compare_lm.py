@@ -19,14 +19,19 @@ import time
 
 import torch
 
-BIN = os.path.dirname(sys.executable)
+# the fairseq CLIs of this interpreter (also where fairseq is on PYTHONPATH without console scripts)
+FAIRSEQ_TRAIN = [sys.executable, "-m", "fairseq_cli.train"]
+FAIRSEQ_EVAL_LM = [sys.executable, "-m", "fairseq_cli.eval_lm"]
 PLUGIN_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "segatron_fairseq")
 VARIANTS = {
     "segatron_xl": [],
     "no_paragraph": ["--no-paragraph-part"],
     "no_sentence": ["--no-sentence-part"],
     "transformer_xl": ["--no-sentence-part", "--no-paragraph-part"],
+    # the authors' distances (see --segment-distance-origin): not causal, not part of the default set
+    "segatron_xl_window_end": ["--segment-distance-origin", "window_end"],
 }
+DEFAULT_VARIANTS = ["segatron_xl", "no_paragraph", "no_sentence", "transformer_xl"]
 
 
 def run(cmd, log_path):
@@ -49,7 +54,7 @@ def model_args(args):
 
 
 def evaluate(args, checkpoint, split, log_path):
-    out = run([os.path.join(BIN, "fairseq-eval-lm"), args.data, "--user-dir", PLUGIN_DIR, "--task", "segatron_lm",
+    out = run([*FAIRSEQ_EVAL_LM, args.data, "--user-dir", PLUGIN_DIR, "--task", "segatron_lm",
                "--path", checkpoint, "--gen-subset", split, "--batch-size", args.eval_batch_size,
                "--tgt-len", args.tgt_len, "--cpu" if not torch.cuda.is_available() else "--fp16"], log_path)
     match = re.search(r"Evaluated ([\d,]+) tokens.*\n.*Loss \(base 2\): ([0-9.]+), Perplexity: ([0-9.]+)", out)
@@ -62,7 +67,7 @@ def train_and_score(args, name):
     os.makedirs(work)
     device = ["--cpu"] if not torch.cuda.is_available() else []
     start = time.perf_counter()
-    run([os.path.join(BIN, "fairseq-train"), args.data, "--user-dir", PLUGIN_DIR, "--task", "segatron_lm",
+    run([*FAIRSEQ_TRAIN, args.data, "--user-dir", PLUGIN_DIR, "--task", "segatron_lm",
          "--criterion", "segatron_lm_loss", *model_args(args), *VARIANTS[name],
          "--batch-size", args.batch_size, "--tgt-len", args.tgt_len, "--optimizer", "adam",
          "--adam-betas", "(0.9,0.999)", "--lr", args.lr, "--lr-scheduler", "cosine",
@@ -84,7 +89,7 @@ def train_and_score(args, name):
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--data", required=True, help="segatron-preprocess directory with train, valid, test")
-    p.add_argument("--variants", default=",".join(VARIANTS), help=f"comma separated, from {list(VARIANTS)}")
+    p.add_argument("--variants", default=",".join(DEFAULT_VARIANTS), help=f"comma separated, from {list(VARIANTS)}")
     p.add_argument("--workdir", default="compare_lm_runs")
     p.add_argument("--layers", type=int, default=4)
     p.add_argument("--dim", type=int, default=128)

@@ -20,14 +20,14 @@ def sinusoid(distance: float, dim: int):
     )
 
 
-def make_decoder(sentence, paragraph, pre_norm=False, mem_len=5, clamp_len=-1):
+def make_decoder(sentence, paragraph, pre_norm=False, mem_len=5, clamp_len=-1, origin="query"):
     dictionary = Dictionary()
     for i in range(30):
         dictionary.add_symbol(f"w{i}")
     cfg = SegatronXLConfig(decoder_layers=2, decoder_embed_dim=30, decoder_attention_heads=3, decoder_head_dim=8,
                            decoder_ffn_embed_dim=40, dropout=0.0, attention_dropout=0.0, mem_len=mem_len,
                            clamp_len=clamp_len, pre_norm=pre_norm, no_sentence_part=not sentence,
-                           no_paragraph_part=not paragraph, init_std=0.3)
+                           no_paragraph_part=not paragraph, segment_distance_origin=origin, init_std=0.3)
     torch.manual_seed(0)
     decoder = SegatronXLDecoder(cfg, dictionary, nn.Embedding(len(dictionary), 30, padding_idx=dictionary.pad()))
     return decoder.double().eval()
@@ -47,8 +47,11 @@ def boundaries_between(flags, j, i):
     return int(flags[j + 1:i + 1].sum())
 
 
-def reference_scores(attention, window, seq_len, positions, flags, u, v, part_dims, clamp_len):
-    """(H, T, K) scores of one row, pair by pair. ``positions``: stream position of each key."""
+def reference_scores(attention, window, seq_len, positions, flags, u, v, part_dims, clamp_len, origin="query"):
+    """(H, T, K) scores of one row, pair by pair. ``positions``: stream position of each key.
+
+    origin "query": segment distances between key j and query i (Eq. 3); "window_end":
+    the authors' code, between key j + (K-1-i) and the window's last token."""
     keys, d = window.shape
     heads, head_dim = attention.num_heads, attention.head_dim
     if attention.pre_norm:
@@ -65,9 +68,13 @@ def reference_scores(attention, window, seq_len, positions, flags, u, v, part_di
             if clamp_len > 0:
                 token_distance = min(token_distance, clamp_len)
             parts = [sinusoid(token_distance, part_dims["token"])]
+            if origin == "query":
+                segment_from, segment_to = positions[j], positions[qi]
+            else:
+                segment_from, segment_to = positions[j + keys - 1 - qi], positions[keys - 1]
             for part in ("sentence", "paragraph"):
                 if part in part_dims:
-                    parts.append(sinusoid(boundaries_between(flags[part], positions[j], positions[qi]),
+                    parts.append(sinusoid(boundaries_between(flags[part], segment_from, segment_to),
                                           part_dims[part]))
             r = (w_r @ torch.cat(parts)).view(heads, head_dim)
             scores[:, i, j] = ((q + u) * k).sum(-1) + ((q + v) * r).sum(-1)
@@ -75,9 +82,10 @@ def reference_scores(attention, window, seq_len, positions, flags, u, v, part_di
 
 
 @pytest.mark.parametrize("sentence,paragraph", [(True, True), (True, False), (False, True), (False, False)])
-@pytest.mark.parametrize("pre_norm,clamp_len", [(False, -1), (True, 4)])
-def test_scores_match_pair_by_pair_reference(sentence, paragraph, pre_norm, clamp_len):
-    decoder = make_decoder(sentence, paragraph, pre_norm=pre_norm, clamp_len=clamp_len, mem_len=5)
+@pytest.mark.parametrize("pre_norm,clamp_len,origin", [(False, -1, "query"), (True, 4, "query"),
+                                                      (False, -1, "window_end")])
+def test_scores_match_pair_by_pair_reference(sentence, paragraph, pre_norm, clamp_len, origin):
+    decoder = make_decoder(sentence, paragraph, pre_norm=pre_norm, clamp_len=clamp_len, mem_len=5, origin=origin)
     tokens, sentence_flags, paragraph_flags = make_stream(3 * SEQ)
     captured = []
 
@@ -102,11 +110,32 @@ def test_scores_match_pair_by_pair_reference(sentence, paragraph, pre_norm, clam
         for b in range(BATCH):
             window = torch.cat([memory[:, b], hidden[:, b]])
             flags = {"sentence": sentence_flags[b], "paragraph": paragraph_flags[b]}
-            expected = reference_scores(attention, window, SEQ, positions, flags, u, v, decoder.part_dims, clamp_len)
+            expected = reference_scores(attention, window, SEQ, positions, flags, u, v, decoder.part_dims, clamp_len,
+                                        origin)
             visible = ~expected.isnan()
             assert visible.sum() == 3 * sum(5 + i + 1 for i in range(SEQ))
             assert torch.equal(visible[0], ~mask)
             torch.testing.assert_close(scores[b][visible], expected[visible], rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("origin,causal", [("query", True), ("window_end", False)])
+def test_only_window_end_lets_a_query_see_later_sentence_starts(origin, causal):
+    """Flipping the sentence start of the segment's last token must not change any earlier
+    output of a language model; with the authors' window_end distances it changes all of them."""
+    decoder = make_decoder(True, True, origin=origin)
+    tokens, sentence_flags, paragraph_flags = make_stream(SEQ)
+    paragraph_flags[:, -1] = False
+    flipped = sentence_flags.clone()
+    flipped[:, -1] = ~flipped[:, -1]
+    with torch.no_grad():
+        before = decoder.extract_features(tokens, sentence_flags, paragraph_flags)
+        decoder.reset_memory()
+        after = decoder.extract_features(tokens, flipped, paragraph_flags)
+    earlier_change = (before[:, :-1] - after[:, :-1]).abs().amax(dim=-1)  # (B, T-1)
+    if causal:
+        assert earlier_change.max() < 1e-12
+    else:
+        assert (earlier_change[:, 1:] > 1e-6).all()  # every query that has an earlier key
 
 
 def test_parts_are_about_a_third_each():
@@ -123,3 +152,14 @@ def test_both_parts_off_is_transformer_xl_attention():
     assert isinstance(decoder.layers[0].attention, SegmentRelativeMultiheadAttention)
     assert decoder.part_dims == {"token": 30}
     assert decoder.layers[0].attention.r_proj.weight.shape == (24, 30)
+
+
+def test_half_precision_tables_are_rounded_from_float32_angles():
+    """fp16 training: R must be sin/cos of exact angles, rounded once (half angles of
+    distances in the hundreds are off by up to 0.25 rad)."""
+    from segatron_fairseq.modules import SegmentDistances
+
+    distances = SegmentDistances({"token": 16}, 400, -1, torch.float16, torch.device("cpu"))
+    expected = torch.stack([sinusoid(399 - r, 16) for r in range(400)])
+    assert distances.token_table.dtype == torch.float16
+    assert (distances.token_table.double() - expected).abs().max() < 1e-3

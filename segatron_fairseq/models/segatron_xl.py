@@ -17,12 +17,13 @@ from typing import Dict, List, Optional
 import torch
 import torch.nn.functional as F
 from fairseq import utils
-from fairseq.dataclass import FairseqDataclass
+from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from fairseq.models import FairseqDecoder, FairseqLanguageModel, register_model, register_model_architecture
 from fairseq.modules import AdaptiveInput, AdaptiveSoftmax
 from torch import Tensor, nn
 
 from segatron_fairseq.modules import SegatronXLLayer, SegmentDistances, segment_part_dims
+from segatron_fairseq.modules.segment_distances import ORIGINS
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +45,13 @@ class SegatronXLConfig(FairseqDataclass):
     )
     no_sentence_part: bool = field(default=False, metadata={"help": "drop the sentence part of R"})
     no_paragraph_part: bool = field(default=False, metadata={"help": "drop the paragraph part of R"})
+    segment_distance_origin: ChoiceEnum(ORIGINS) = field(
+        default="query",
+        metadata={"help": "query: sentence / paragraph distances s_i - s_j, p_i - p_j (Eq. 3, causal); "
+                          "window_end: the authors' code, counted back from the window's last token and "
+                          "rel-shifted, which shows each query the sentence / paragraph starts after it "
+                          "(only for reproducing their numbers: not a valid language model)"},
+    )
     adaptive_softmax_cutoff: Optional[str] = field(
         default=None, metadata={"help": "comma separated cutoffs, e.g. 20000,40000,200000"}
     )
@@ -178,6 +186,7 @@ class SegatronXLDecoder(FairseqDecoder):
             query_counters=counters,
             key_counters={p: c if memory is None else torch.cat([memory.counters[p], c], dim=1)
                           for p, c in counters.items()},
+            origin=self.cfg.segment_distance_origin,
         )
         distances.map_tables(self.dropout)
         mask = torch.ones(seq_len, keys, dtype=torch.bool, device=x.device).triu_(diagonal=mem_len + 1)

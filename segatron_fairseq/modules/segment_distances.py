@@ -10,6 +10,13 @@ Nothing of size T x K x d is built: the token part is a table over the K
 distances K-1..0 (shifted into place by ``rel_shift``); the sentence and
 paragraph parts are tables over the few distances 0..D that occur in the
 window, with a (B, T, K) index of which row each query/key pair uses.
+
+``origin="window_end"`` reproduces the authors' code instead of Eq. 3: the
+sentence / paragraph distance of key r is counted back from the window's last
+token (c_{K-1} - c_r) and then rel-shifted like the token part, so the pair
+(i, j) gets c_{K-1} - c_{j+T-1-i}. That is Eq. 3 only for the last query; for
+the others it involves the counters of tokens after the query, i.e. it tells
+the query where the coming sentences and paragraphs start.
 """
 import math
 from typing import Dict, Optional
@@ -18,6 +25,7 @@ import torch
 from torch import Tensor
 
 PARTS = ("token", "sentence", "paragraph")
+ORIGINS = ("query", "window_end")
 
 
 def segment_part_dims(embed_dim: int, sentence: bool, paragraph: bool) -> Dict[str, int]:
@@ -67,24 +75,39 @@ class SegmentDistances:
         device: torch.device,
         query_counters: Optional[Dict[str, Tensor]] = None,
         key_counters: Optional[Dict[str, Tensor]] = None,
+        origin: str = "query",
     ):
-        positions = torch.arange(num_keys - 1, -1, -1, device=device, dtype=dtype)
+        # sinusoids of distances in the hundreds need float32 angles even when the model runs in fp16
+        table_dtype = torch.promote_types(dtype, torch.float32)
+        positions = torch.arange(num_keys - 1, -1, -1, device=device, dtype=table_dtype)
         if clamp_len > 0:
             positions = positions.clamp(max=clamp_len)
-        self.token_table = sinusoid_table(positions, part_dims["token"])
+        self.token_table = sinusoid_table(positions, part_dims["token"]).to(dtype)
         self.tables: Dict[str, Tensor] = {}
         self.joint_index: Optional[Tensor] = None
         for part in PARTS[1:]:
             if part not in part_dims:
                 continue
-            distance = (query_counters[part][:, :, None] - key_counters[part][:, None, :]).clamp(min=0)
+            distance = self._distance(query_counters[part], key_counters[part], origin).clamp(min=0)
             largest = int(distance.max()) if distance.numel() else 0
-            self.tables[part] = sinusoid_table(torch.arange(largest + 1, device=device, dtype=dtype),
-                                               part_dims[part])
+            self.tables[part] = sinusoid_table(torch.arange(largest + 1, device=device, dtype=table_dtype),
+                                               part_dims[part]).to(dtype)
             if self.joint_index is None:
                 self.joint_index = distance
             else:
                 self.joint_index = self.joint_index * (largest + 1) + distance
+
+    @staticmethod
+    def _distance(query_counter: Tensor, key_counter: Tensor, origin: str) -> Tensor:
+        """(B, T) and (B, K) counters -> (B, T, K) counter distances."""
+        if origin == "query":
+            return query_counter[:, :, None] - key_counter[:, None, :]
+        if origin == "window_end":
+            queries, keys = query_counter.size(1), key_counter.size(1)
+            shifted = (torch.arange(keys, device=key_counter.device)[None, :]
+                       + torch.arange(queries - 1, -1, -1, device=key_counter.device)[:, None]).clamp(max=keys - 1)
+            return key_counter[:, -1:, None] - key_counter[:, shifted]
+        raise ValueError(f"unknown segment distance origin {origin!r}; choose from {ORIGINS}")
 
     def map_tables(self, fn) -> None:
         """Apply ``fn`` (e.g. dropout) to every table."""

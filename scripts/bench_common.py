@@ -77,15 +77,23 @@ def build_registered_model(arch: str, dictionary, max_positions: int, device, **
     return ARCH_MODEL_REGISTRY[arch].build_model(args, task).to(device).train()
 
 
-def time_training(model, loss_of_batch: Callable, batches: Sequence, warmup: int, dtype: str, device) -> float:
+def time_training(model, loss_of_batch: Callable, batches: Sequence, warmup: int, dtype: str, device,
+                  cast_model: bool = False) -> float:
     """Seconds for the training steps (forward, loss, backward, Adam) on
     ``batches[warmup:]``, after ``warmup`` untimed steps; peak memory counts
-    from the first timed step on GPU."""
+    from the first timed step on GPU.
+
+    bf16 / fp16 run under autocast, or, with ``cast_model``, with the model's
+    parameters cast to that type as ``fairseq-train --fp16`` / hydra's
+    ``common.bf16`` do (fairseq's AdaptiveInput fails under autocast)."""
     import torch
 
+    half_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(dtype)
+    if cast_model and half_dtype is not None:
+        model.to(half_dtype)
+    autocast_dtype = None if cast_model else half_dtype
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
-    autocast_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(dtype)
-    scaler = torch.amp.GradScaler(enabled=dtype == "fp16")
+    scaler = torch.amp.GradScaler(enabled=dtype == "fp16" and not cast_model)
 
     def step(batch):
         with torch.autocast(device.type, dtype=autocast_dtype, enabled=autocast_dtype is not None):

@@ -8,7 +8,7 @@ adaptive-softmax loss, backward and an Adam step on a synthetic stream whose
 sentence and paragraph starts follow WikiText-103's averages (a sentence every
 ~25 tokens, a paragraph every ~4 sentences), with the memory carried across
 steps. Variants are interleaved over ``--repeats`` rounds and the best round
-counts. Prints tokens/s, peak memory and Segatron-XL / Transformer-XL ratios.
+counts. bf16 / fp16 cast the model, as fairseq's --fp16 does. Prints tokens/s, peak memory and Segatron-XL / Transformer-XL ratios.
 """
 import argparse
 import json
@@ -56,7 +56,7 @@ def measure(args) -> dict:
                    for logit, target in zip(logits, targets) if target is not None)
 
     batches = [batch() for _ in range(args.steps + args.warmup)]
-    seconds = time_training(model, loss_of_batch, batches, args.warmup, args.dtype, device)
+    seconds = time_training(model, loss_of_batch, batches, args.warmup, args.dtype, device, cast_model=True)
     return result(args.variant, args.steps * args.batch_size * args.tgt_len, seconds, model, device)
 
 

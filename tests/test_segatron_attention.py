@@ -106,6 +106,8 @@ def test_scores_match_pair_by_pair_reference(sentence, paragraph, pre_norm, clam
     for layer_number, (hidden, memory, distances, u, v, mask) in enumerate(captured):
         attention = decoder.layers[layer_number].attention
         assert memory.shape == (5, BATCH, 30)
+        if distances.joint_index is not None:  # what descending_gather relies on
+            assert (distances.joint_index[..., 1:] <= distances.joint_index[..., :-1]).all()
         scores, _ = attention.scores(hidden, memory, distances, u, v)
         for b in range(BATCH):
             window = torch.cat([memory[:, b], hidden[:, b]])

@@ -24,6 +24,8 @@ from typing import Dict, Optional
 import torch
 from torch import Tensor
 
+from .descending_gather import run_bounds
+
 PARTS = ("token", "sentence", "paragraph")
 ORIGINS = ("query", "window_end")
 
@@ -64,6 +66,7 @@ class SegmentDistances:
         (sentence, paragraph) distances in the grid of all combinations
         (row-major over ``tables``; distances of keys after the query, which
         are masked, are 0). One gather over that grid serves every part.
+      joint_runs: ``run_bounds`` of joint_index, for ``descending_gather``
     """
 
     def __init__(
@@ -85,6 +88,7 @@ class SegmentDistances:
         self.token_table = sinusoid_table(positions, part_dims["token"]).to(dtype)
         self.tables: Dict[str, Tensor] = {}
         self.joint_index: Optional[Tensor] = None
+        cells = 1
         for part in PARTS[1:]:
             if part not in part_dims:
                 continue
@@ -96,6 +100,9 @@ class SegmentDistances:
                 self.joint_index = distance
             else:
                 self.joint_index = self.joint_index * (largest + 1) + distance
+            cells *= largest + 1
+        # distances never grow from one key to the next, so neither does joint_index
+        self.joint_runs = None if self.joint_index is None else run_bounds(self.joint_index, cells)
 
     @staticmethod
     def _distance(query_counter: Tensor, key_counter: Tensor, origin: str) -> Tensor:

@@ -14,7 +14,8 @@ column block of W_R:
 - sentence, paragraph: (q_i + v) . W_part R^part for the D+1 distances present
   in the window; the sums over all (sentence, paragraph) distance combinations
   form a small grid, and one gather picks, for each (i, j), the cell of its
-  two distances. Cost O(T x D x d) instead of O(T x K x d).
+  two distances. Cost O(T x D x d) instead of O(T x K x d). The gather's
+  backward sums runs of keys (``descending_gather``) instead of scattering.
 """
 from typing import Dict, Optional
 
@@ -22,6 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .descending_gather import descending_gather
 from .segment_distances import PARTS, SegmentDistances
 
 
@@ -85,8 +87,7 @@ class SegmentRelativeMultiheadAttention(nn.Module):
                 r_part = self._project_part(part, table)  # (D+1, H, dh)
                 by_distance = torch.einsum("bhid,khd->bhik", q_position, r_part)  # (B, H, T, D+1)
                 grid = by_distance if grid is None else (grid[..., :, None] + by_distance[..., None, :]).flatten(-2)
-            index = distances.joint_index[:, None].expand(batch, self.num_heads, seq_len, keys)
-            scores = scores + grid.gather(-1, index)
+            scores = scores + descending_gather(grid, distances.joint_index, *distances.joint_runs)
         return scores, v
 
     def forward(self, hidden: Tensor, memory: Optional[Tensor], distances: SegmentDistances,

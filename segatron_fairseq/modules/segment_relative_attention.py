@@ -11,11 +11,11 @@ column block of W_R:
 
 - token: the usual Transformer-XL term: (q_i + v) . W_tok R^token over the K
   distances, then ``rel_shift`` puts distance M + i - j at column j;
-- sentence, paragraph: (q_i + v) . W_part R^part for the D+1 distances present
-  in the window; the sums over all (sentence, paragraph) distance combinations
-  form a small grid, and one gather picks, for each (i, j), the cell of its
-  two distances. Cost O(T x D x d) instead of O(T x K x d). The gather's
-  backward sums runs of keys (``descending_gather``) instead of scattering.
+- sentence, paragraph: W_s R^s_a + W_p R^p_b for every combination (a, b) of
+  the distances present in the window form a small grid of G rows, scored
+  against (q_i + v) together with the token rows; one gather picks, for each
+  (i, j), the cell of its two distances. Cost O(T x G x d) instead of
+  O(T x K x d); the gather's backward sums runs of keys (``descending_gather``).
 """
 from typing import Dict, Optional
 
@@ -77,17 +77,20 @@ class SegmentRelativeMultiheadAttention(nn.Module):
         q_position = q + position_bias[None, :, None, :]  # q_i + v
         scores = torch.matmul(q_content, k.transpose(-1, -2))
 
-        r_token = self._project_part("token", distances.token_table)  # (K, H, dh)
-        scores = scores + rel_shift(torch.einsum("bhid,khd->bhik", q_position, r_token))
+        # W_R R for every row of the token table and every cell of the (sentence, paragraph)
+        # grid, scored in one product: a separate product over the grid's few rows runs on slow
+        # narrow-matrix kernels.
+        r_rows = self._project_part("token", distances.token_table)  # (K, H, dh)
         if distances.tables:
-            # scores for every combination of the parts' distances, (B, H, T, prod(D_part+1)),
-            # then one gather picks each pair's combination
-            grid = None
+            r_grid = None
             for part, table in distances.tables.items():
                 r_part = self._project_part(part, table)  # (D+1, H, dh)
-                by_distance = torch.einsum("bhid,khd->bhik", q_position, r_part)  # (B, H, T, D+1)
-                grid = by_distance if grid is None else (grid[..., :, None] + by_distance[..., None, :]).flatten(-2)
-            scores = scores + descending_gather(grid, distances.joint_index, *distances.joint_runs)
+                r_grid = r_part if r_grid is None else (r_grid[:, None] + r_part[None, :]).flatten(0, 1)
+            r_rows = torch.cat([r_rows, r_grid], dim=0)  # (K + G, H, dh)
+        by_row = torch.einsum("bhid,khd->bhik", q_position, r_rows)  # (B, H, T, K + G)
+        scores = scores + rel_shift(by_row[..., :keys])
+        if distances.tables:
+            scores = scores + descending_gather(by_row[..., keys:], distances.joint_index, *distances.joint_runs)
         return scores, v
 
     def forward(self, hidden: Tensor, memory: Optional[Tensor], distances: SegmentDistances,

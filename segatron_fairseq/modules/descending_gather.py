@@ -38,10 +38,14 @@ class _DescendingGather(torch.autograd.Function):
         start, stop = ctx.saved_tensors
         batch, heads, queries, _ = grad.shape
         accumulate = torch.promote_types(grad.dtype, torch.float32)
-        cumulative = torch.nn.functional.pad(grad.to(accumulate).cumsum(-1), (1, 0))  # (B, H, T, K+1)
+        cumulative = grad.to(accumulate).cumsum(-1)  # (B, H, T, K): sums of the first j+1 keys
         shape = (batch, heads, queries, start.size(-1))
-        grad_grid = (cumulative.gather(-1, stop[:, None].expand(shape))
-                     - cumulative.gather(-1, start[:, None].expand(shape)))
+
+        def sum_of_first(count: Tensor) -> Tensor:  # count (B, T, G) -> (B, H, T, G)
+            total = cumulative.gather(-1, (count - 1).clamp(min=0)[:, None].expand(shape))
+            return total.masked_fill((count == 0)[:, None], 0)
+
+        grad_grid = sum_of_first(stop) - sum_of_first(start)
         return grad_grid.to(ctx.grid_dtype), None, None, None
 
 

@@ -88,9 +88,11 @@ class SegmentRelativeMultiheadAttention(nn.Module):
                 r_grid = r_part if r_grid is None else (r_grid[:, None] + r_part[None, :]).flatten(0, 1)
             r_rows = torch.cat([r_rows, r_grid], dim=0)  # (K + G, H, dh)
         by_row = torch.einsum("bhid,khd->bhik", q_position, r_rows)  # (B, H, T, K + G)
-        scores = scores + rel_shift(by_row[..., :keys])
+        # split, not two slices: its backward is one concatenation, not two zero-filled full-size gradients
+        by_token, by_cell = by_row.split([keys, by_row.size(-1) - keys], dim=-1)
+        scores = scores + rel_shift(by_token)
         if distances.tables:
-            scores = scores + descending_gather(by_row[..., keys:], distances.joint_index, *distances.joint_runs)
+            scores = scores + descending_gather(by_cell, distances.joint_index, *distances.joint_runs)
         return scores, v
 
     def forward(self, hidden: Tensor, memory: Optional[Tensor], distances: SegmentDistances,

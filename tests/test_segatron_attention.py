@@ -165,3 +165,27 @@ def test_half_precision_tables_are_rounded_from_float32_angles():
     expected = torch.stack([sinusoid(399 - r, 16) for r in range(400)])
     assert distances.token_table.dtype == torch.float16
     assert (distances.token_table.double() - expected).abs().max() < 1e-3
+
+
+def test_adaptive_model_trains_under_autocast():
+    """--amp: fairseq's AdaptiveInput fails under autocast unless the model keeps it out."""
+    from fairseq.modules import AdaptiveInput
+
+    dictionary = Dictionary()
+    for i in range(100):
+        dictionary.add_symbol(f"w{i}")
+    cfg = SegatronXLConfig(decoder_layers=1, decoder_embed_dim=32, decoder_attention_heads=2, decoder_head_dim=16,
+                           decoder_ffn_embed_dim=64, mem_len=8, adaptive_softmax_cutoff="20,50",
+                           adaptive_input=True, tie_adaptive_weights=True, tie_adaptive_proj=True)
+    embed = AdaptiveInput(len(dictionary), dictionary.pad(), 32, 1.0, 32, [20, 50])
+    decoder = SegatronXLDecoder(cfg, dictionary, embed)
+    tokens, sentence_flags, paragraph_flags = make_stream(8)
+    tokens = tokens + 60  # some tokens in every band
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        features = decoder.extract_features(tokens, sentence_flags, paragraph_flags)
+        logits, targets = decoder.adaptive_softmax(features, tokens.roll(-1, dims=1).reshape(-1))
+        loss = sum(nn.functional.cross_entropy(logit.float(), target, reduction="sum")
+                   for logit, target in zip(logits, targets) if target is not None)
+    loss.backward()
+    assert torch.isfinite(loss)
+    assert embed.embeddings[0][0].weight.grad.abs().sum() > 0

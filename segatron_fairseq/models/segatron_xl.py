@@ -179,7 +179,10 @@ class SegatronXLDecoder(FairseqDecoder):
         counters = self._counters(starts, memory)
         keys = mem_len + seq_len
 
-        x = self.embed_tokens(src_tokens).transpose(0, 1) * self.embed_scale  # (T, B, d)
+        # outside autocast (--amp): fairseq's AdaptiveInput writes its bands into a float32 tensor
+        with torch.autocast(src_tokens.device.type, enabled=False):
+            x = self.embed_tokens(src_tokens)
+        x = x.transpose(0, 1) * self.embed_scale  # (T, B, d)
         x = self.dropout(x)
         distances = SegmentDistances(
             self.part_dims, keys, self.cfg.clamp_len, x.dtype, x.device,

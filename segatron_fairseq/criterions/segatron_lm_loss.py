@@ -1,5 +1,5 @@
-"""Criterion ``segatron_lm_loss``: fairseq's adaptive-softmax loss, or plain
-cross-entropy when the model has no adaptive softmax. Logs loss and ppl
+"""Criterion ``segatron_lm_loss``: fairseq's adaptive-softmax loss (summed in
+float32), or plain cross-entropy when the model has no adaptive softmax. Logs loss and ppl
 (base 2, as fairseq does)."""
 from dataclasses import dataclass
 
@@ -25,13 +25,26 @@ class SegatronLMLoss(AdaptiveLoss):
         return cls(task, cfg.sentence_avg)
 
     def forward(self, model, sample, reduce=True):
-        if getattr(model.decoder, "adaptive_softmax", None) is not None:
+        if getattr(model.decoder, "adaptive_softmax", None) is None:
+            net_output = model(**sample["net_input"])
+            lprobs = model.get_normalized_probs(net_output, log_probs=True)
+            target = model.get_targets(sample, net_output)
+            loss = F.nll_loss(lprobs.reshape(-1, lprobs.size(-1)).float(), target.reshape(-1),
+                              ignore_index=self.padding_idx, reduction="sum" if reduce else "none")
+        elif reduce:
+            # fairseq's AdaptiveLoss sums in the model's dtype: a 64 x 150-token batch's summed loss
+            # passes float16's 65504 (overflow, then a collapsing loss scale); sum in float32 here
+            net_output = model(**sample["net_input"])
+            target = model.get_targets(sample, net_output)
+            logits, band_targets = model.decoder.adaptive_softmax(net_output[0], target.reshape(-1))
+            loss = sum(
+                F.cross_entropy(band_logits, band_target, ignore_index=self.padding_idx,
+                                reduction="none").float().sum()
+                for band_logits, band_target in zip(logits, band_targets)
+                if band_target is not None
+            )
+        else:
             return super().forward(model, sample, reduce)
-        net_output = model(**sample["net_input"])
-        lprobs = model.get_normalized_probs(net_output, log_probs=True)
-        target = model.get_targets(sample, net_output)
-        loss = F.nll_loss(lprobs.reshape(-1, lprobs.size(-1)).float(), target.reshape(-1),
-                          ignore_index=self.padding_idx, reduction="sum" if reduce else "none")
         ntokens = utils.strip_pad(target, self.padding_idx).numel()
         sample_size = target.size(0) if self.sentence_avg else ntokens
         logging_output = {"loss": loss.data, "ntokens": ntokens, "nsentences": target.size(0),

@@ -1,15 +1,17 @@
 """segatron_lm task + Segatron-XL: stream batching, counters, memory, train/eval-lm/resume/distributed."""
+import importlib.util
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-from fairseq import checkpoint_utils
 
 from conftest import PLUGIN_DIR, free_port, run_cli
 from corpus import make_documents, write_wikitext
 from segatron_fairseq.data import SegmentIndexedDataset, SegmentStreamDataset
 
+SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
 TRAIN = ["--user-dir", PLUGIN_DIR, "--task", "segatron_lm", "--criterion", "segatron_lm_loss",
          "--optimizer", "adam", "--lr", 2e-3, "--no-epoch-checkpoints", "--log-format", "simple",
          "--log-interval", 1, "--cpu", "--seed", 3]
@@ -100,31 +102,15 @@ def _eval_lm_loss(out):
     return int(match.group(1).replace(",", "")), float(match.group(2)), float(match.group(3))
 
 
-def sequential_loss(checkpoint, corpus_prefix, tgt_len, overrides=None):
-    """Independent evaluation: one row, the split read item by item, fed in order."""
-    models, _ = checkpoint_utils.load_model_ensemble([str(checkpoint)], arg_overrides=overrides)
-    model = models[0].eval()
-    corpus = SegmentIndexedDataset(str(corpus_prefix))
-    dictionary = model.decoder.dictionary
-    tokens, token_index, sentence_index = [], [], []
-    for i in range(len(corpus)):
-        item = corpus[i]
-        tokens += item.tokens.tolist()
-        token_index += item.token.tolist()
-        sentence_index += item.sentence.tolist()
-    source = [dictionary.eos()] + tokens[:-1]
-    sentence_starts = [True] + [t == 0 for t in token_index[:-1]]
-    paragraph_starts = [True] + [t == 0 and s == 0 for t, s in zip(token_index[:-1], sentence_index[:-1])]
-    total = 0.0
-    with torch.no_grad():
-        for start in range(0, len(tokens), tgt_len):
-            cols = slice(start, start + tgt_len)
-            features, _ = model(torch.tensor([source[cols]]), sentence_starts=torch.tensor([sentence_starts[cols]]),
-                                paragraph_starts=torch.tensor([paragraph_starts[cols]]))
-            target = torch.tensor([tokens[cols]])
-            lprobs = model.get_normalized_probs((features, None), log_probs=True, sample={"target": target})
-            total += lprobs.gather(-1, target[..., None]).sum().item()
-    return len(tokens), -total / len(tokens) / np.log(2)
+def sequential_loss(checkpoint, corpus_prefix, tgt_len):
+    """Independent evaluation (scripts/loss_by_boundary.py): one row, the split read item by item,
+    fed in order -> (tokens, mean loss in bits)."""
+    spec = importlib.util.spec_from_file_location("loss_by_boundary", SCRIPTS / "loss_by_boundary.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    stream = script.read_stream(str(corpus_prefix))
+    losses = script.token_losses(str(checkpoint), *stream, tgt_len)
+    return len(losses), losses.mean() / np.log(2)
 
 
 @pytest.mark.parametrize("arch,extra", [

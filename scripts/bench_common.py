@@ -83,9 +83,9 @@ def time_training(model, loss_of_batch: Callable, batches: Sequence, warmup: int
     ``batches[warmup:]``, after ``warmup`` untimed steps; peak memory counts
     from the first timed step on GPU.
 
-    bf16 / fp16 run under autocast, or, with ``cast_model``, with the model's
-    parameters cast to that type as ``fairseq-train --fp16`` / hydra's
-    ``common.bf16`` do (fairseq's AdaptiveInput fails under autocast)."""
+    bf16 / fp16 run under autocast (fairseq's ``--amp``), or, with ``cast_model``,
+    with the model's parameters cast to that type as ``fairseq-train --fp16`` /
+    hydra's ``common.bf16`` do."""
     import torch
 
     half_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(dtype)

@@ -1,14 +1,15 @@
 """Training throughput and peak memory: Segatron-XL vs Transformer-XL, same code and width.
 
-    python scripts/bench_segatron_xl.py [--layers 4] [--dim 410] [--vocab 20000] [--cutoffs A,B] [--batch-size 8] [--tgt-len 150]
-                                        [--mem-len 150] [--steps 20] [--repeats 2] [--dtype float32|bf16|fp16]
+    python scripts/bench_segatron_xl.py [--layers 4] [--dim 410] [--vocab 20000] [--cutoffs A,B]
+                                        [--batch-size 8] [--tgt-len 150] [--mem-len 150] [--steps 20] [--repeats 2] [--dtype float32|bf16|fp16]
 
 Each measurement runs in a fresh process (so peak memory is its own): forward,
 adaptive-softmax loss, backward and an Adam step on a synthetic stream whose
 sentence and paragraph starts follow WikiText-103's averages (a sentence every
 ~25 tokens, a paragraph every ~4 sentences), with the memory carried across
 steps. Variants are interleaved over ``--repeats`` rounds and the best round
-counts. bf16 / fp16 cast the model, as fairseq's --fp16 does. Prints tokens/s, peak memory and Segatron-XL / Transformer-XL ratios.
+counts. bf16 / fp16 cast the model, as fairseq's --fp16 does. Prints tokens/s,
+peak memory and Segatron-XL / Transformer-XL ratios.
 """
 import argparse
 import json
@@ -22,6 +23,7 @@ VARIANTS = {"transformer_xl": (True, True), "segatron_xl": (False, False)}  # (n
 
 def measure(args) -> dict:
     import torch
+    from fairseq import utils
     from fairseq.modules import AdaptiveInput
 
     from segatron_fairseq.models.segatron_xl import SegatronXLConfig, SegatronXLDecoder, SegatronXLModel
@@ -30,7 +32,7 @@ def measure(args) -> dict:
     device = setup_device(args.threads)
     dictionary = synthetic_dictionary(args.vocab)
     no_sentence, no_paragraph = VARIANTS[args.variant]
-    cutoff = ([int(c) for c in args.cutoffs.split(",")] if args.cutoffs
+    cutoff = (utils.eval_str_list(args.cutoffs, type=int) if args.cutoffs
               else [args.vocab // 10, args.vocab // 2])
     cfg = SegatronXLConfig(decoder_layers=args.layers, decoder_embed_dim=args.dim,
                            decoder_attention_heads=args.heads, decoder_head_dim=args.dim // args.heads,

@@ -23,15 +23,9 @@ from segatron_fairseq.data.segment_indexed_dataset import SegmentIndexedDataset
 def read_stream(prefix: str):
     """Tokens of the split in order, and whether each one starts a sentence / paragraph."""
     corpus = SegmentIndexedDataset(prefix)
-    tokens, token_index, sentence_index = [], [], []
-    for i in range(len(corpus)):
-        item = corpus[i]
-        tokens.append(item.tokens.numpy())
-        token_index.append(item.token.numpy())
-        sentence_index.append(item.sentence.numpy())
-    tokens, token_index, sentence_index = map(np.concatenate, (tokens, token_index, sentence_index))
-    sentence_start = token_index == 0
-    return tokens, sentence_start, sentence_start & (sentence_index == 0)
+    tokens = corpus.token_array().astype(np.int64)
+    sentence_start = corpus.index_array("token") == 0
+    return tokens, sentence_start, sentence_start & (corpus.index_array("sentence") == 0)
 
 
 def token_losses(checkpoint: str, tokens, sentence_start, paragraph_start, tgt_len: int) -> np.ndarray:
@@ -50,7 +44,7 @@ def token_losses(checkpoint: str, tokens, sentence_start, paragraph_start, tgt_l
             features, _ = model(torch.from_numpy(source[cols])[None],
                                 sentence_starts=torch.from_numpy(source_sentence[cols])[None],
                                 paragraph_starts=torch.from_numpy(source_paragraph[cols])[None])
-            target = torch.from_numpy(tokens[cols])[None].long()
+            target = torch.from_numpy(tokens[cols])[None]
             lprobs = model.get_normalized_probs((features, None), log_probs=True, sample={"target": target})
             losses.append(-lprobs.gather(-1, target[..., None])[0, :, 0].double().numpy())
     return np.concatenate(losses)

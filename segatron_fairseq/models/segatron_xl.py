@@ -22,8 +22,7 @@ from fairseq.models import FairseqDecoder, FairseqLanguageModel, register_model,
 from fairseq.modules import AdaptiveInput, AdaptiveSoftmax
 from torch import Tensor, nn
 
-from segatron_fairseq.modules import SegatronXLLayer, SegmentDistances, segment_part_dims
-from segatron_fairseq.modules.segment_distances import ORIGINS
+from segatron_fairseq.modules import ORIGINS, SegatronXLLayer, SegmentDistances, segment_part_dims
 
 logger = logging.getLogger(__name__)
 

@@ -30,7 +30,6 @@ class _DescendingGather(torch.autograd.Function):
     def forward(ctx, grid: Tensor, index: Tensor, start: Tensor, stop: Tensor) -> Tensor:
         batch, heads, queries, _ = grid.shape
         ctx.save_for_backward(start, stop)
-        ctx.grid_dtype = grid.dtype
         return grid.gather(-1, index[:, None].expand(batch, heads, queries, index.size(-1)))
 
     @staticmethod
@@ -46,7 +45,7 @@ class _DescendingGather(torch.autograd.Function):
             return total.masked_fill((count == 0)[:, None], 0)
 
         grad_grid = sum_of_first(stop) - sum_of_first(start)
-        return grad_grid.to(ctx.grid_dtype), None, None, None
+        return grad_grid.to(grad.dtype), None, None, None
 
 
 def descending_gather(grid: Tensor, index: Tensor, start: Tensor, stop: Tensor) -> Tensor:

@@ -88,7 +88,6 @@ class SegmentDistances:
         self.token_table = sinusoid_table(positions, part_dims["token"]).to(dtype)
         self.tables: Dict[str, Tensor] = {}
         self.joint_index: Optional[Tensor] = None
-        cells = 1
         for part in PARTS[1:]:
             if part not in part_dims:
                 continue
@@ -100,9 +99,9 @@ class SegmentDistances:
                 self.joint_index = distance
             else:
                 self.joint_index = self.joint_index * (largest + 1) + distance
-            cells *= largest + 1
         # distances never grow from one key to the next, so neither does joint_index
-        self.joint_runs = None if self.joint_index is None else run_bounds(self.joint_index, cells)
+        self.joint_runs = None if self.joint_index is None else run_bounds(
+            self.joint_index, math.prod(table.size(0) for table in self.tables.values()))
 
     @staticmethod
     def _distance(query_counter: Tensor, key_counter: Tensor, origin: str) -> Tensor:

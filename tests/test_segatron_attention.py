@@ -106,8 +106,6 @@ def test_scores_match_pair_by_pair_reference(sentence, paragraph, pre_norm, clam
     for layer_number, (hidden, memory, distances, u, v, mask) in enumerate(captured):
         attention = decoder.layers[layer_number].attention
         assert memory.shape == (5, BATCH, 30)
-        if distances.joint_index is not None:  # what descending_gather relies on
-            assert (distances.joint_index[..., 1:] <= distances.joint_index[..., :-1]).all()
         scores, _ = attention.scores(hidden, memory, distances, u, v)
         for b in range(BATCH):
             window = torch.cat([memory[:, b], hidden[:, b]])
@@ -163,8 +161,35 @@ def test_half_precision_tables_are_rounded_from_float32_angles():
 
     distances = SegmentDistances({"token": 16}, 400, -1, torch.float16, torch.device("cpu"))
     expected = torch.stack([sinusoid(399 - r, 16) for r in range(400)])
-    assert distances.token_table.dtype == torch.float16
-    assert (distances.token_table.double() - expected).abs().max() < 1e-3
+    assert distances.position_table.dtype == torch.float16
+    assert (distances.position_table.double() - expected).abs().max() < 1e-3
+
+
+@pytest.mark.parametrize("origin", ["query", "window_end"])
+def test_scores_gradients_match_finite_differences(origin):
+    """gradcheck of the scores with respect to the segment, the memory and W_R (float64)."""
+    from segatron_fairseq.modules import SegmentDistances
+
+    decoder = make_decoder(True, True, origin=origin)
+    attention = decoder.layers[0].attention
+    g = torch.Generator().manual_seed(3)
+    hidden = torch.randn(SEQ, BATCH, 30, generator=g, dtype=torch.float64, requires_grad=True)
+    memory = torch.randn(5, BATCH, 30, generator=g, dtype=torch.float64, requires_grad=True)
+    _, sentence_flags, paragraph_flags = make_stream(5 + SEQ)
+    counters = {"sentence": sentence_flags.long().cumsum(1), "paragraph": paragraph_flags.long().cumsum(1)}
+    distances = SegmentDistances(decoder.part_dims, 5 + SEQ, -1, torch.float64, torch.device("cpu"),
+                                 query_counters={p: c[:, 5:] for p, c in counters.items()},
+                                 key_counters=counters, origin=origin)
+    assert origin == "window_end" or distances.key_states.sum(1).eq(1).all()  # each key in one state
+    r_weight = attention.r_proj.weight.detach().clone().requires_grad_()
+    del attention.r_proj.weight
+    attention.r_proj.weight = r_weight  # a plain tensor, so gradcheck can vary it
+
+    def scores(hidden, memory, r_weight):
+        attention.r_proj.weight = r_weight
+        return attention.scores(hidden, memory, distances, decoder.content_bias[0], decoder.position_bias[0])[0]
+
+    assert torch.autograd.gradcheck(scores, (hidden, memory, r_weight))
 
 
 def test_adaptive_model_trains_under_autocast():

@@ -1,4 +1,4 @@
-"""Relative distances of Segatron-XL (Eq. 3) for one segment and its memory.
+"""Relative positions of Segatron-XL (Eq. 3) for one segment and its memory.
 
 A query at segment position i and a key at window position j (memory first,
 then the segment; K = M + T keys) are ``token`` = M + i - j tokens,
@@ -6,25 +6,32 @@ then the segment; K = M + T keys) are ``token`` = M + i - j tokens,
 apart, where s and p are running counters of sentence and paragraph starts.
 R_{i,j} is the concatenation of one sinusoid per part (Eq. 3).
 
-Nothing of size T x K x d is built: the token part is a table over the K
-distances K-1..0 (shifted into place by ``rel_shift``); the sentence and
-paragraph parts are tables over the few distances 0..D that occur in the
-window, with a (B, T, K) index of which row each query/key pair uses.
+Nothing of size T x K x d is built:
+
+- token part: a table over the K distances K-1..0, shifted into place by
+  ``rel_shift`` as in Transformer-XL;
+- sentence / paragraph parts: the keys of a window fall into a few *key
+  states*, runs of keys with the same (sentence, paragraph) counters (about one
+  per sentence). A query is the same number of sentences and paragraphs away
+  from every key of a state, so it needs one R row per state: tables over the
+  distances 0..D that occur in the window, the grid cell of each (query, state)
+  pair (``state_cells``), and a one-hot (``key_states``) that spreads each
+  state's score over its keys.
 
 ``origin="window_end"`` reproduces the authors' code instead of Eq. 3: the
 sentence / paragraph distance of key r is counted back from the window's last
 token (c_{K-1} - c_r) and then rel-shifted like the token part, so the pair
 (i, j) gets c_{K-1} - c_{j+T-1-i}. That is Eq. 3 only for the last query; for
 the others it involves the counters of tokens after the query, i.e. it tells
-the query where the coming sentences and paragraphs start.
+the query where the coming sentences and paragraphs start. Since it depends on
+j - i only, the whole R becomes one rel-shifted table per batch row.
 """
 import math
 from typing import Dict, Optional
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
-
-from .descending_gather import run_bounds
 
 PARTS = ("token", "sentence", "paragraph")
 ORIGINS = ("query", "window_end")
@@ -45,28 +52,32 @@ def segment_part_dims(embed_dim: int, sentence: bool, paragraph: bool) -> Dict[s
     return dims
 
 
+def inverse_frequencies(dim: int, device=None, dtype=torch.float32) -> Tensor:
+    """(dim/2,) frequencies f_k = 10000^(-2k/dim), as in Transformer-XL."""
+    return torch.exp(torch.arange(0, dim, 2, device=device, dtype=dtype) * (-math.log(10000.0) / dim))
+
+
 def sinusoid_table(distances: Tensor, dim: int) -> Tensor:
-    """(n,) float distances -> (n, dim) table [sin(d * f), cos(d * f)],
-    with frequencies f_k = 10000^(-2k/dim) as in Transformer-XL."""
-    inv_freq = torch.exp(
-        torch.arange(0, dim, 2, device=distances.device, dtype=distances.dtype) * (-math.log(10000.0) / dim)
-    )
-    angles = distances[:, None] * inv_freq[None, :]
+    """(n,) float distances -> (n, dim) table [sin(d * f), cos(d * f)]."""
+    angles = distances[:, None] * inverse_frequencies(dim, distances.device, distances.dtype)[None, :]
     return torch.cat([angles.sin(), angles.cos()], dim=-1)
 
 
 class SegmentDistances:
-    """Distance tables shared by all layers for one forward pass.
+    """Position inputs shared by all layers for one forward pass (K keys, T queries, B rows).
 
-    Attributes (K = keys, T = queries, B = batch):
-      token_table: (K, d_token), row r for distance K-1-r (clamped to clamp_len)
-      tables[part]: (D_part+1, d_part) for the sentence / paragraph part, row k
-        for distance k
-      joint_index: (B, T, K) long, for each pair the flat position of its
-        (sentence, paragraph) distances in the grid of all combinations
-        (row-major over ``tables``; distances of keys after the query, which
-        are masked, are 0). One gather over that grid serves every part.
-      joint_runs: ``run_bounds`` of joint_index, for ``descending_gather``
+    Attributes:
+      position_table: R rows for the rel-shift, row r for token distance K-1-r
+        (clamped to clamp_len): (K, d_token); with ``window_end``, the whole R
+        per batch row, (B, K, d), its segment parts for distances c_{K-1} - c_r
+      tables[part]: (D_part+1, d_part) sentence / paragraph sinusoids, row n for
+        distance n (``query`` origin only; empty otherwise)
+      state_cells: (B, T, S) long, for each query and key state the flat
+        position of their (sentence, paragraph) distances in the grid of all
+        combinations (row-major over ``tables``); states after the query,
+        which are masked, get distance 0
+      key_states: (B, S, K) one-hot in the model's dtype, 1 where key j is in
+        state g (a batch row with fewer than S states has empty rows)
     """
 
     def __init__(
@@ -80,42 +91,46 @@ class SegmentDistances:
         key_counters: Optional[Dict[str, Tensor]] = None,
         origin: str = "query",
     ):
+        if origin not in ORIGINS:
+            raise ValueError(f"unknown segment distance origin {origin!r}; choose from {ORIGINS}")
         # sinusoids of distances in the hundreds need float32 angles even when the model runs in fp16
-        table_dtype = torch.promote_types(dtype, torch.float32)
-        positions = torch.arange(num_keys - 1, -1, -1, device=device, dtype=table_dtype)
+        angle_dtype = torch.promote_types(dtype, torch.float32)
+        positions = torch.arange(num_keys - 1, -1, -1, device=device, dtype=angle_dtype)
         if clamp_len > 0:
             positions = positions.clamp(max=clamp_len)
-        self.token_table = sinusoid_table(positions, part_dims["token"]).to(dtype)
+        self.position_table = sinusoid_table(positions, part_dims["token"]).to(dtype)
         self.tables: Dict[str, Tensor] = {}
-        self.joint_index: Optional[Tensor] = None
-        for part in PARTS[1:]:
-            if part not in part_dims:
-                continue
-            distance = self._distance(query_counters[part], key_counters[part], origin).clamp(min=0)
-            largest = int(distance.max()) if distance.numel() else 0
-            self.tables[part] = sinusoid_table(torch.arange(largest + 1, device=device, dtype=table_dtype),
-                                               part_dims[part]).to(dtype)
-            if self.joint_index is None:
-                self.joint_index = distance
-            else:
-                self.joint_index = self.joint_index * (largest + 1) + distance
-        # distances never grow from one key to the next, so neither does joint_index
-        self.joint_runs = None if self.joint_index is None else run_bounds(
-            self.joint_index, math.prod(table.size(0) for table in self.tables.values()))
-
-    @staticmethod
-    def _distance(query_counter: Tensor, key_counter: Tensor, origin: str) -> Tensor:
-        """(B, T) and (B, K) counters -> (B, T, K) counter distances."""
-        if origin == "query":
-            return query_counter[:, :, None] - key_counter[:, None, :]
+        self.state_cells: Optional[Tensor] = None
+        self.key_states: Optional[Tensor] = None
+        parts = [part for part in PARTS[1:] if part in part_dims]
+        if not parts:
+            return
         if origin == "window_end":
-            queries, keys = query_counter.size(1), key_counter.size(1)
-            shifted = (torch.arange(keys, device=key_counter.device)[None, :]
-                       + torch.arange(queries - 1, -1, -1, device=key_counter.device)[:, None]).clamp(max=keys - 1)
-            return key_counter[:, -1:, None] - key_counter[:, shifted]
-        raise ValueError(f"unknown segment distance origin {origin!r}; choose from {ORIGINS}")
+            tables = []
+            for part in parts:
+                counter = key_counters[part]  # (B, K)
+                distance = (counter[:, -1:] - counter).to(angle_dtype)
+                tables.append(sinusoid_table(distance.flatten(), part_dims[part]).view(*distance.shape, -1))
+            token_rows = self.position_table.expand(distance.size(0), -1, -1)
+            self.position_table = torch.cat([token_rows] + [t.to(dtype) for t in tables], dim=-1)
+            return
+
+        # key states: a new one wherever any counter changes from one key to the next
+        changes = sum((key_counters[part].diff(dim=1) != 0).long() for part in parts)
+        state = F.pad(changes.clamp(max=1).cumsum(dim=1), (1, 0))  # (B, K), non-decreasing from 0
+        num_states = int(state.max()) + 1
+        self.key_states = F.one_hot(state, num_states).transpose(1, 2).to(dtype)
+        for part in parts:
+            counter = key_counters[part]
+            # padding states of rows with fewer states take the row's last counter
+            state_counter = counter[:, -1:].expand(-1, num_states).scatter(1, state, counter)
+            distance = (query_counters[part][:, :, None] - state_counter[:, None, :]).clamp(min=0)
+            largest = int(distance.max())
+            self.tables[part] = sinusoid_table(torch.arange(largest + 1, device=device, dtype=angle_dtype),
+                                               part_dims[part]).to(dtype)
+            self.state_cells = distance if self.state_cells is None else self.state_cells * (largest + 1) + distance
 
     def map_tables(self, fn) -> None:
         """Apply ``fn`` (e.g. dropout) to every table."""
-        self.token_table = fn(self.token_table)
+        self.position_table = fn(self.position_table)
         self.tables = {part: fn(table) for part, table in self.tables.items()}

@@ -13,9 +13,15 @@ column block of W_R:
   distances, then ``rel_shift`` puts distance M + i - j at column j;
 - sentence, paragraph: W_s R^s_a + W_p R^p_b for every combination (a, b) of
   the distances present in the window form a small grid of G rows, scored
-  against (q_i + v) together with the token rows; one gather picks, for each
-  (i, j), the cell of its two distances. Cost O(T x G x d) instead of
-  O(T x K x d); the gather's backward sums runs of keys (``descending_gather``).
+  against (q_i + v) in the same product as the token rows. A gather picks,
+  for each query, the cell of each of the window's S key states (runs of keys
+  with the same counters), and a product with the one-hot of the keys' states
+  (B, S, K) spreads it over the keys, added to the scores in the same kernel.
+  Cost O(T x (G + S) x d + T x K x S) instead of O(T x K x d), and no T x K
+  gather or scatter (the product's backward sums each state's keys).
+
+With the authors' ``window_end`` distances, R depends on j - i only: one
+rel-shifted table per batch row carries all three parts.
 """
 from typing import Dict, Optional
 
@@ -23,8 +29,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .descending_gather import descending_gather
-from .segment_distances import PARTS, SegmentDistances
+from .segment_distances import SegmentDistances
 
 
 def rel_shift(x: Tensor) -> Tensor:
@@ -50,15 +55,10 @@ class SegmentRelativeMultiheadAttention(nn.Module):
         self.layer_norm = nn.LayerNorm(embed_dim)
         self.pre_norm = pre_norm
 
-    def _project_part(self, part: str, table: Tensor) -> Tensor:
-        """(n, d_part) table -> (n, H, head_dim) = W_part R^part."""
-        start = 0
-        for name in PARTS:
-            if name == part:
-                break
-            start += self.part_dims.get(name, 0)
-        weight = self.r_proj.weight[:, start:start + self.part_dims[part]]
-        return F.linear(table, weight).view(-1, self.num_heads, self.head_dim)
+    def _project(self, table: Tensor, start: int) -> Tensor:
+        """(..., d_part) rows of R's parts from column ``start`` on -> (..., H, head_dim)."""
+        weight = self.r_proj.weight[:, start:start + table.size(-1)]
+        return F.linear(table, weight).view(*table.shape[:-1], self.num_heads, self.head_dim)
 
     def scores(self, hidden: Tensor, memory: Optional[Tensor], distances: SegmentDistances,
                content_bias: Tensor, position_bias: Tensor):
@@ -77,23 +77,26 @@ class SegmentRelativeMultiheadAttention(nn.Module):
         q_position = q + position_bias[None, :, None, :]  # q_i + v
         scores = torch.matmul(q_content, k.transpose(-1, -2))
 
-        # W_R R for every row of the token table and every cell of the (sentence, paragraph)
-        # grid, scored in one product: a separate product over the grid's few rows runs on slow
-        # narrow-matrix kernels.
-        r_rows = self._project_part("token", distances.token_table)  # (K, H, dh)
-        if distances.tables:
-            r_grid = None
-            for part, table in distances.tables.items():
-                r_part = self._project_part(part, table)  # (D+1, H, dh)
-                r_grid = r_part if r_grid is None else (r_grid[:, None] + r_part[None, :]).flatten(0, 1)
-            r_rows = torch.cat([r_rows, r_grid], dim=0)  # (K + G, H, dh)
-        by_row = torch.einsum("bhid,khd->bhik", q_position, r_rows)  # (B, H, T, K + G)
+        r_rows = self._project(distances.position_table, 0)  # (K, H, dh) or, per batch row, (B, K, H, dh)
+        if r_rows.dim() == 4:  # the authors' window_end: all parts in one rel-shifted table per row
+            return scores + rel_shift(torch.einsum("bhid,bkhd->bhik", q_position, r_rows)), v
+        if not distances.tables:
+            return scores + rel_shift(torch.einsum("bhid,khd->bhik", q_position, r_rows)), v
+
+        # W_R R for every token row and every cell of the (sentence, paragraph) grid, scored in
+        # one product: a separate product over the grid's few rows runs on slow narrow kernels
+        start, r_grid = self.part_dims["token"], None
+        for table in distances.tables.values():
+            r_part = self._project(table, start)  # (D+1, H, dh)
+            r_grid = r_part if r_grid is None else (r_grid[:, None] + r_part[None, :]).flatten(0, 1)
+            start += table.size(-1)
+        by_row = torch.einsum("bhid,khd->bhik", q_position, torch.cat([r_rows, r_grid], dim=0))
         # split, not two slices: its backward is one concatenation, not two zero-filled full-size gradients
-        by_token, by_cell = by_row.split([keys, by_row.size(-1) - keys], dim=-1)
-        scores = scores + rel_shift(by_token)
-        if distances.tables:
-            scores = scores + descending_gather(by_cell, distances.joint_index, *distances.joint_runs)
-        return scores, v
+        by_token, by_cell = by_row.split([keys, r_grid.size(0)], dim=-1)
+        cells = distances.state_cells  # (B, T, S)
+        by_state = by_cell.gather(-1, cells[:, None].expand(batch, self.num_heads, *cells.shape[1:]))
+        scores = torch.baddbmm(scores.flatten(1, 2), by_state.flatten(1, 2), distances.key_states)
+        return scores.view(batch, self.num_heads, seq_len, keys) + rel_shift(by_token), v
 
     def forward(self, hidden: Tensor, memory: Optional[Tensor], distances: SegmentDistances,
                 content_bias: Tensor, position_bias: Tensor, mask: Tensor) -> Tensor:

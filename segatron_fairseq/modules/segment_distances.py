@@ -118,17 +118,21 @@ class SegmentDistances:
         # key states: a new one wherever any counter changes from one key to the next
         changes = sum((key_counters[part].diff(dim=1) != 0).long() for part in parts)
         state = F.pad(changes.clamp(max=1).cumsum(dim=1), (1, 0))  # (B, K), non-decreasing from 0
-        num_states = int(state.max()) + 1
+        # sizes in one host sync: the states, and each part's largest distance (last query, first key)
+        last_state, *largest = torch.stack(
+            [state[:, -1].max()] + [(query_counters[p][:, -1] - key_counters[p][:, 0]).max() for p in parts]
+        ).tolist()
+        num_states = last_state + 1
         self.key_states = F.one_hot(state, num_states).transpose(1, 2).to(dtype)
-        for part in parts:
+        for part, part_largest in zip(parts, largest):
             counter = key_counters[part]
             # padding states of rows with fewer states take the row's last counter
             state_counter = counter[:, -1:].expand(-1, num_states).scatter(1, state, counter)
             distance = (query_counters[part][:, :, None] - state_counter[:, None, :]).clamp(min=0)
-            largest = int(distance.max())
-            self.tables[part] = sinusoid_table(torch.arange(largest + 1, device=device, dtype=angle_dtype),
+            size = max(part_largest, 0) + 1
+            self.tables[part] = sinusoid_table(torch.arange(size, device=device, dtype=angle_dtype),
                                                part_dims[part]).to(dtype)
-            self.state_cells = distance if self.state_cells is None else self.state_cells * (largest + 1) + distance
+            self.state_cells = distance if self.state_cells is None else self.state_cells * size + distance
 
     def map_tables(self, fn) -> None:
         """Apply ``fn`` (e.g. dropout) to every table."""

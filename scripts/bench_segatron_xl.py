@@ -4,8 +4,8 @@
                                         [--batch-size 8] [--tgt-len 150] [--mem-len 150] [--steps 20] [--repeats 2] [--dtype float32|bf16|fp16]
 
 Each measurement runs in a fresh process (so peak memory is its own): forward,
-adaptive-softmax loss, backward and an Adam step on a synthetic stream whose
-sentence and paragraph starts follow WikiText-103's averages (a sentence every
+the ``segatron_lm_loss`` criterion, backward and an Adam step on a synthetic
+stream whose sentence and paragraph starts follow WikiText-103's averages (a sentence every
 ~25 tokens, a paragraph every ~4 sentences), with the memory carried across
 steps. Variants are interleaved over ``--repeats`` rounds and the best round
 counts. bf16 / fp16 cast the model, as fairseq's --fp16 does. Prints tokens/s,
@@ -15,6 +15,7 @@ import argparse
 import json
 import os
 import sys
+from types import SimpleNamespace
 
 from bench_common import report, result, run_interleaved, setup_device, synthetic_dictionary, time_training
 
@@ -26,6 +27,7 @@ def measure(args) -> dict:
     from fairseq import utils
     from fairseq.modules import AdaptiveInput
 
+    from segatron_fairseq.criterions.segatron_lm_loss import SegatronLMLoss
     from segatron_fairseq.models.segatron_xl import SegatronXLConfig, SegatronXLDecoder, SegatronXLModel
 
     torch.manual_seed(0)
@@ -51,11 +53,12 @@ def measure(args) -> dict:
         paragraph = sentence & (torch.rand(shape, generator=generator) < 1 / 4)
         return [t.to(device) for t in (tokens, sentence, paragraph)]
 
+    criterion = SegatronLMLoss(SimpleNamespace(target_dictionary=dictionary), sentence_avg=False)
+
     def loss_of_batch(tokens, sentence, paragraph):
-        features, _ = model(tokens, sentence_starts=sentence, paragraph_starts=paragraph)
-        logits, targets = model.decoder.adaptive_softmax(features, tokens.roll(-1, dims=1).reshape(-1))
-        return sum(torch.nn.functional.cross_entropy(logit.float(), target, reduction="sum")
-                   for logit, target in zip(logits, targets) if target is not None)
+        sample = {"net_input": {"src_tokens": tokens, "sentence_starts": sentence, "paragraph_starts": paragraph},
+                  "target": tokens.roll(-1, dims=1)}
+        return criterion(model, sample)[0]
 
     batches = [batch() for _ in range(args.steps + args.warmup)]
     seconds = time_training(model, loss_of_batch, batches, args.warmup, args.dtype, device, cast_model=True)

@@ -52,14 +52,13 @@ def segment_part_dims(embed_dim: int, sentence: bool, paragraph: bool) -> Dict[s
     return dims
 
 
-def inverse_frequencies(dim: int, device=None, dtype=torch.float32) -> Tensor:
-    """(dim/2,) frequencies f_k = 10000^(-2k/dim), as in Transformer-XL."""
-    return torch.exp(torch.arange(0, dim, 2, device=device, dtype=dtype) * (-math.log(10000.0) / dim))
-
-
 def sinusoid_table(distances: Tensor, dim: int) -> Tensor:
-    """(n,) float distances -> (n, dim) table [sin(d * f), cos(d * f)]."""
-    angles = distances[:, None] * inverse_frequencies(dim, distances.device, distances.dtype)[None, :]
+    """(n,) float distances -> (n, dim) table [sin(d * f), cos(d * f)],
+    with frequencies f_k = 10000^(-2k/dim) as in Transformer-XL."""
+    inv_freq = torch.exp(
+        torch.arange(0, dim, 2, device=distances.device, dtype=distances.dtype) * (-math.log(10000.0) / dim)
+    )
+    angles = distances[:, None] * inv_freq[None, :]
     return torch.cat([angles.sin(), angles.cos()], dim=-1)
 
 
@@ -111,13 +110,13 @@ class SegmentDistances:
                 counter = key_counters[part]  # (B, K)
                 distance = (counter[:, -1:] - counter).to(angle_dtype)
                 tables.append(sinusoid_table(distance.flatten(), part_dims[part]).view(*distance.shape, -1))
-            token_rows = self.position_table.expand(distance.size(0), -1, -1)
+            token_rows = self.position_table.expand(key_counters[parts[0]].size(0), -1, -1)
             self.position_table = torch.cat([token_rows] + [t.to(dtype) for t in tables], dim=-1)
             return
 
         # key states: a new one wherever any counter changes from one key to the next
-        changes = sum((key_counters[part].diff(dim=1) != 0).long() for part in parts)
-        state = F.pad(changes.clamp(max=1).cumsum(dim=1), (1, 0))  # (B, K), non-decreasing from 0
+        changed = torch.stack([key_counters[part].diff(dim=1) != 0 for part in parts]).any(dim=0)
+        state = F.pad(changed.long().cumsum(dim=1), (1, 0))  # (B, K), non-decreasing from 0
         # sizes in one host sync: the states, and each part's largest distance (last query, first key)
         last_state, *largest = torch.stack(
             [state[:, -1].max()] + [(query_counters[p][:, -1] - key_counters[p][:, 0]).max() for p in parts]

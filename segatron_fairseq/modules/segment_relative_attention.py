@@ -78,10 +78,9 @@ class SegmentRelativeMultiheadAttention(nn.Module):
         scores = torch.matmul(q_content, k.transpose(-1, -2))
 
         r_rows = self._project(distances.position_table, 0)  # (K, H, dh) or, per batch row, (B, K, H, dh)
-        if r_rows.dim() == 4:  # the authors' window_end: all parts in one rel-shifted table per row
-            return scores + rel_shift(torch.einsum("bhid,bkhd->bhik", q_position, r_rows)), v
-        if not distances.tables:
-            return scores + rel_shift(torch.einsum("bhid,khd->bhik", q_position, r_rows)), v
+        if not distances.tables:  # token part only, or the authors' window_end (all parts, one table per row)
+            equation = "bhid,bkhd->bhik" if r_rows.dim() == 4 else "bhid,khd->bhik"
+            return scores + rel_shift(torch.einsum(equation, q_position, r_rows)), v
 
         # W_R R for every token row and every cell of the (sentence, paragraph) grid, scored in
         # one product: a separate product over the grid's few rows runs on slow narrow kernels

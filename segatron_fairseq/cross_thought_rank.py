@@ -1,132 +1,311 @@
-"""``cross-thought-rank``: rank passages for questions with a pre-trained
-Cross-Thought model's cross-sequence attention, without fine-tuning (the
-paper's unsupervised HotpotQA(u) setting).
+"""``cross-thought-rank``: rank candidate passages for questions by a
+pre-trained Cross-Thought model's cross-sequence attention, without
+fine-tuning (the paper's unsupervised HotpotQA(u) setting).
 
-    cross-thought-rank --path checkpoint.pt --data DATA_BIN --passages passages.txt \
-        --questions questions.txt --embeddings passages.pt --top-k 20 --output ranked.jsonl
+    cross-thought-rank --path checkpoint.pt --data DATA_BIN --passages passages.jsonl \\
+        --questions questions.jsonl --embeddings passages.pt --top-k 20 --output ranked.jsonl
 
-Passages and questions are text files with one text per line, or JSON lines
-with a ``text`` (and optional ``id``) field. The passages are encoded once and
-their embeddings saved to ``--embeddings`` (reused while the passages file and
-the checkpoint are unchanged); each question is then scored against all of
-them by alpha[0][1:] of Eq. 7 (``CrossThoughtEncoder.rank``). Output: one
-JSON line per question with its ``top_k`` passages and scores.
+``--passages``: one passage per line, or JSON lines with ``text`` and an
+optional ``id`` (default: the line's 0-based number among the passages).
+
+``--questions``: one question per line (ranked against every passage), or
+JSON lines with ``question`` (or ``text``), an optional ``id``, and the
+question's own candidates, as the paper ranks each question's BM25 top 200:
+``candidate_ids`` (ids of ``--passages``) or ``candidates`` (texts). Without
+either, a question is ranked against every passage. ``gold`` (optional) lists
+the relevant candidates: passage ids, or indexes into ``candidates``; when
+questions have gold, Recall@k (the share of a question's gold candidates in
+its top k, averaged over questions) and MRR (of the first gold candidate)
+over the file are printed.
+
+Every text is encoded once (``CrossThoughtHubInterface.encode``) and the
+embeddings are saved to ``--embeddings``. They are reused only when
+everything that changes an embedding is unchanged (checkpoint, the texts,
+the dictionary and sub-word model, --max-length, the special-token settings,
+--model-overrides); otherwise they are recomputed and the log says why.
+Output: one JSON line per question with its ``top_k`` candidates (``passage``:
+the passage id, or the index into ``candidates``) and scores.
 """
 import argparse
+import ast
 import hashlib
 import json
+import logging
 import os
 import sys
-from typing import List, Tuple
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Tuple
 
 import torch
-from fairseq import checkpoint_utils
 
-from segatron_fairseq.data.text_encoder import text_encoder
-from segatron_fairseq.tasks.segabert_mlm import load_dictionary_with_mask
+logger = logging.getLogger("cross_thought_rank")
 
 
-def read_texts(path: str) -> Tuple[List[str], List]:
-    texts, ids = [], []
+@dataclass
+class Question:
+    id: object
+    text: str
+    candidate_ids: Optional[list]  # ids of --passages
+    candidates: Optional[List[str]]  # texts of its own
+    gold: Optional[list]  # passage ids, or indexes into candidates
+
+
+def _is_jsonl(path: str) -> bool:
+    return path.endswith(".jsonl")
+
+
+def _json_lines(path: str):
+    """(line number, object) of a JSON-lines file; errors name file and line."""
     with open(path, encoding="utf-8") as f:
         for number, line in enumerate(f, start=1):
             if not line.strip():
                 continue
-            if path.endswith(".jsonl"):
-                try:
-                    item = json.loads(line)
-                    texts.append(item["text"])
-                    ids.append(item.get("id", len(ids)))
-                except (ValueError, KeyError, TypeError):
-                    raise ValueError(f"{path}: line {number} is not a JSON object with a 'text' field") from None
-            else:
-                texts.append(line.strip())
+            try:
+                item = json.loads(line)
+            except ValueError:
+                raise ValueError(f"{path}: line {number} is not JSON") from None
+            if not isinstance(item, dict):
+                raise ValueError(f"{path}: line {number} is not a JSON object")
+            yield number, item
+
+
+def _text_lines(path: str):
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, start=1):
+            if line.strip():
+                yield number, line.strip()
+
+
+def _string(value, path: str, number: int, what: str) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"{path}: line {number}: {what} is not a string ({type(value).__name__})")
+    return value
+
+
+def _hashable_id(value, path: str, number: int, what: str):
+    if not isinstance(value, (str, int)) or isinstance(value, bool):
+        raise ValueError(f"{path}: line {number}: {what} {value!r} is not a string or an integer")
+    return value
+
+
+def read_passages(path: str) -> Tuple[List[str], list]:
+    texts, ids = [], []
+    try:
+        if _is_jsonl(path):
+            for number, item in _json_lines(path):
+                if "text" not in item:
+                    raise ValueError(f"{path}: line {number} has no 'text' field")
+                texts.append(_string(item["text"], path, number, "'text'"))
+                ids.append(_hashable_id(item.get("id", len(ids)), path, number, "'id'"))
+        else:
+            for _, line in _text_lines(path):
+                texts.append(line)
                 ids.append(len(ids))
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path}: not valid UTF-8 ({err.reason})") from None
     if not texts:
-        raise ValueError(f"{path}: no texts")
+        raise ValueError(f"{path}: no passages")
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"{path}: passage ids are not unique")
     return texts, ids
 
 
-def fingerprint(*paths: str) -> str:
+def read_questions(path: str, passage_ids: Optional[set]) -> List[Question]:
+    questions = []
+    try:
+        if not _is_jsonl(path):
+            if passage_ids is None:
+                raise ValueError(f"{path}: plain-text questions are ranked against --passages, which is missing")
+            return [Question(n, text, None, None, None) for n, (_, text) in enumerate(_text_lines(path))]
+        for number, item in _json_lines(path):
+            key = "question" if "question" in item else "text"
+            if key not in item:
+                raise ValueError(f"{path}: line {number} has no 'question' (or 'text') field")
+            text = _string(item[key], path, number, f"'{key}'")
+            candidate_ids = item.get("candidate_ids")
+            candidates = item.get("candidates")
+            if candidate_ids is not None and candidates is not None:
+                raise ValueError(f"{path}: line {number} has both 'candidate_ids' and 'candidates'")
+            if candidates is not None:
+                if not isinstance(candidates, list) or not candidates:
+                    raise ValueError(f"{path}: line {number}: 'candidates' is not a non-empty list of texts")
+                candidates = [_string(c, path, number, f"candidate {k}") for k, c in enumerate(candidates)]
+            if candidate_ids is not None:
+                if not isinstance(candidate_ids, list) or not candidate_ids:
+                    raise ValueError(f"{path}: line {number}: 'candidate_ids' is not a non-empty list of ids")
+                candidate_ids = [_hashable_id(c, path, number, "candidate id") for c in candidate_ids]
+            if (candidate_ids is not None or candidates is None) and passage_ids is None:
+                raise ValueError(f"{path}: line {number} ranks passages by id, but no --passages file was given")
+            for c in candidate_ids or []:
+                if c not in passage_ids:
+                    raise ValueError(f"{path}: line {number}: candidate id {c!r} is not in --passages")
+            gold = item.get("gold")
+            if gold is not None:
+                if not isinstance(gold, list):
+                    gold = [gold]
+                pool = range(len(candidates)) if candidates is not None else (
+                    candidate_ids if candidate_ids is not None else passage_ids)
+                for g in gold:
+                    if isinstance(g, bool) or g not in pool:
+                        what = "an index into 'candidates'" if candidates is not None else "a candidate passage id"
+                        raise ValueError(f"{path}: line {number}: gold {g!r} is not {what}")
+            questions.append(Question(item.get("id", len(questions)), text, candidate_ids, candidates, gold))
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path}: not valid UTF-8 ({err.reason})") from None
+    if not questions:
+        raise ValueError(f"{path}: no questions")
+    return questions
+
+
+def file_digest(path: str) -> str:
     digest = hashlib.sha256()
-    for path in paths:
-        with open(path, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                digest.update(block)
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
     return digest.hexdigest()
 
 
-@torch.no_grad()
-def embed(model, encode, texts: List[str], max_length: int, batch_size: int, pad: int, device) -> torch.Tensor:
-    """(len(texts), N, d) sequence embeddings, each text a sequence of its own."""
-    out = []
-    for start in range(0, len(texts), batch_size):
-        chunk = [encode(t)[:max_length] or [pad] for t in texts[start:start + batch_size]]
-        length = max(len(c) for c in chunk)
-        tokens = torch.full((len(chunk), 1, length), pad, dtype=torch.long)
-        for b, ids in enumerate(chunk):
-            tokens[b, 0, : len(ids)] = torch.tensor(ids)
-        _, _, embeddings = model.encoder.encode_sequences(tokens.to(device))
-        out.append(embeddings[:, 0].float().cpu())
-    return torch.cat(out)
+def texts_digest(texts: List[str]) -> str:
+    digest = hashlib.sha256()
+    for text in texts:
+        digest.update(text.encode("utf-8") + b"\0")
+    return digest.hexdigest()
+
+
+def embedding_key(args, hub, texts: List[str], overrides: Dict) -> Dict[str, str]:
+    """Everything that changes the embeddings of ``texts``."""
+    model_args = hub.model.args
+    sentencepiece = os.path.join(args.data, "sentencepiece.model")
+    return {
+        "checkpoint": file_digest(args.path),
+        "texts": texts_digest(texts),
+        "dictionary": file_digest(os.path.join(args.data, "dict.txt")),
+        "sentencepiece": file_digest(sentencepiece) if os.path.isfile(sentencepiece) else "none",
+        "max_length": str(args.max_length),
+        "special_tokens": f"{model_args.num_special_tokens} shared={model_args.shared_special_embedding}",
+        "model_overrides": json.dumps(overrides, sort_keys=True, default=str),
+    }
+
+
+def cached_embeddings(path: str, key: Dict[str, str], count: int) -> Optional[torch.Tensor]:
+    if not os.path.isfile(path):
+        return None
+    try:
+        cached = torch.load(path, map_location="cpu", weights_only=True)
+        old_key, embeddings = cached["key"], cached["embeddings"]
+    except Exception as err:  # a file of another kind or a damaged one is recomputed, never trusted
+        logger.info(f"{path} is not an embedding cache of this tool ({err.__class__.__name__}); recomputing")
+        return None
+    changed = [name for name in key if old_key.get(name) != key[name]]
+    if changed or embeddings.size(0) != count:
+        logger.info(f"{path} was computed with other settings (changed: {', '.join(changed) or 'size'}); "
+                    f"recomputing")
+        return None
+    return embeddings
+
+
+def recall_and_mrr(ranked: List[list], gold: List[list], ks: List[int]) -> Dict[str, float]:
+    """Recall@k (the share of a question's gold candidates in its top k,
+    averaged over questions) and MRR (reciprocal rank of the first gold
+    candidate, 0 when none is ranked) over questions with gold."""
+    pairs = [(r, set(g)) for r, g in zip(ranked, gold) if g]
+    metrics = {}
+    for k in ks:
+        metrics[f"recall@{k}"] = sum(len(g.intersection(r[:k])) / len(g) for r, g in pairs) / len(pairs)
+    metrics["mrr"] = sum(next((1.0 / (i + 1) for i, c in enumerate(r) if c in g), 0.0) for r, g in pairs) / len(pairs)
+    return metrics
 
 
 def main(args) -> None:
-    import segatron_fairseq  # noqa: F401  (registers the model)
+    from segatron_fairseq.models.cross_thought_hub_interface import load_cross_thought
 
-    device = torch.device("cuda" if torch.cuda.is_available() and not args.cpu else "cpu")
-    models, _ = checkpoint_utils.load_model_ensemble([args.path], arg_overrides={"data": args.data})
-    model = models[0].to(device).eval()
-    if not hasattr(model.encoder, "rank"):
-        raise ValueError(f"{args.path} is not a Cross-Thought checkpoint")
-    dictionary = load_dictionary_with_mask(args.data)
-    encode = text_encoder(args.data, dictionary)
-    passages, passage_ids = read_texts(args.passages)
-    questions, question_ids = read_texts(args.questions)
+    overrides = ast.literal_eval(args.model_overrides) if args.model_overrides else {}
+    if not isinstance(overrides, dict):
+        raise ValueError(f"--model-overrides {args.model_overrides!r} is not a dict")
+    hub = load_cross_thought(args.path, args.data, overrides)
+    if torch.cuda.is_available() and not args.cpu:
+        hub.cuda()
+    passages, passage_ids = read_passages(args.passages) if args.passages else ([], [])
+    questions = read_questions(args.questions, set(passage_ids) if args.passages else None)
 
-    key = fingerprint(args.passages, args.path)
-    cached = torch.load(args.embeddings, map_location="cpu") if os.path.isfile(args.embeddings) else None
-    if cached is not None and cached.get("fingerprint") == key:
-        passage_embeddings = cached["embeddings"]
-        print(f"reusing {len(passages):,} passage embeddings from {args.embeddings}", file=sys.stderr)
-    else:
-        passage_embeddings = embed(model, encode, passages, args.max_length, args.batch_size, dictionary.pad(), device)
-        torch.save({"fingerprint": key, "embeddings": passage_embeddings}, args.embeddings + ".tmp")
+    # one pool of texts to encode: the passages, then each question's own candidates
+    pool, where = list(passages), {}
+    for q in questions:
+        for text in q.candidates or []:
+            if text not in where:
+                where[text] = len(pool)
+                pool.append(text)
+    key = embedding_key(args, hub, pool, overrides)
+    embeddings = cached_embeddings(args.embeddings, key, len(pool)) if pool else torch.empty(0)
+    if embeddings is not None and pool:
+        logger.info(f"reusing {len(pool):,} candidate embeddings from {args.embeddings}")
+    elif pool:
+        embeddings = hub.encode(pool, args.max_length, args.batch_size)
+        os.makedirs(os.path.dirname(os.path.abspath(args.embeddings)), exist_ok=True)
+        torch.save({"key": key, "embeddings": embeddings}, args.embeddings + ".tmp")
         os.replace(args.embeddings + ".tmp", args.embeddings)
-        print(f"encoded {len(passages):,} passages to {args.embeddings}", file=sys.stderr)
+        logger.info(f"encoded {len(pool):,} candidate texts to {args.embeddings}")
 
-    question_embeddings = embed(model, encode, questions, args.max_length, args.batch_size, dictionary.pad(), device)
-    top_k = min(args.top_k, len(passages))
-    candidates = passage_embeddings.to(device)
+    row_of_passage = {pid: row for row, pid in enumerate(passage_ids)}
+    question_embeddings = hub.encode([q.text for q in questions], args.max_length, args.batch_size)
+    ranked_lists, gold_lists = [], []
     with open(args.output + ".tmp", "w", encoding="utf-8") as out:
-        for start in range(0, len(questions), args.batch_size):
-            with torch.no_grad():
-                scores = model.encoder.rank(question_embeddings[start:start + args.batch_size].to(device), candidates)
-            best = scores.topk(top_k, dim=1)
-            for row, (values, indexes) in enumerate(zip(best.values.tolist(), best.indices.tolist())):
-                q = start + row
-                out.write(json.dumps({"question": question_ids[q], "text": questions[q], "top_k": [
-                    {"passage": passage_ids[i], "score": round(v, 6)} for v, i in zip(values, indexes)]}) + "\n")
+        for q, question_embedding in zip(questions, question_embeddings):
+            if q.candidates is not None:
+                labels, rows = list(range(len(q.candidates))), [where[t] for t in q.candidates]
+            else:
+                labels = q.candidate_ids if q.candidate_ids is not None else passage_ids
+                rows = [row_of_passage[c] for c in labels]
+            scores = hub.rank_embeddings(question_embedding, embeddings[rows])
+            order = scores.argsort(descending=True, stable=True).tolist()
+            ranked_lists.append([labels[i] for i in order])
+            gold_lists.append(q.gold)
+            out.write(json.dumps({"question": q.id, "text": q.text, "top_k": [
+                {"passage": labels[i], "score": round(float(scores[i]), 6)} for i in order[:args.top_k]]}) + "\n")
     os.replace(args.output + ".tmp", args.output)
-    print(f"ranked {len(passages):,} passages for {len(questions):,} questions -> {args.output}", file=sys.stderr)
+    logger.info(f"ranked candidates for {len(questions):,} questions -> {args.output}")
+    with_gold = sum(1 for g in gold_lists if g)
+    if with_gold:
+        ks = sorted({int(k) for k in args.recall_k.split(",")})
+        metrics = recall_and_mrr(ranked_lists, gold_lists, ks)
+        print(f"{with_gold:,} questions with gold candidates: " +
+              " | ".join(f"{name} {value:.4f}" for name, value in metrics.items()))
+
+
+def positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
 
 
 def cli_main(argv=None) -> None:
-    p = argparse.ArgumentParser(prog="cross-thought-rank", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="cross-thought-rank", description=__doc__.split("\n\n")[0].replace("\n", " "),
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--path", required=True, help="Cross-Thought checkpoint")
     p.add_argument("--data", required=True, help="the binarized pre-training corpus (dict.txt, sentencepiece.model)")
-    p.add_argument("--passages", required=True, help="one passage per line, or .jsonl with 'text' (and 'id')")
-    p.add_argument("--questions", required=True, help="one question per line, or .jsonl with 'text' (and 'id')")
-    p.add_argument("--embeddings", required=True, help="where the passage embeddings are saved and reused")
-    p.add_argument("--output", required=True, help="JSON lines: each question's top-k passages")
-    p.add_argument("--top-k", type=int, default=20)
-    p.add_argument("--max-length", type=int, default=64, help="tokens kept of each text")
-    p.add_argument("--batch-size", type=int, default=64)
-    p.add_argument("--cpu", action="store_true")
+    p.add_argument("--passages", help="one passage per line, or .jsonl with 'text' (and 'id')")
+    p.add_argument("--questions", required=True,
+                   help="one question per line, or .jsonl with 'question', optional 'id', 'candidate_ids' or "
+                        "'candidates', and 'gold'")
+    p.add_argument("--embeddings", required=True, help="where the candidate embeddings are saved and reused")
+    p.add_argument("--output", required=True, help="JSON lines: each question's top-k candidates")
+    p.add_argument("--top-k", type=positive_int, default=20, help="candidates written per question")
+    p.add_argument("--recall-k", default="1,5,20", help="k of the reported Recall@k, comma separated")
+    p.add_argument("--max-length", type=positive_int, default=64, help="tokens kept of each text")
+    p.add_argument("--batch-size", type=positive_int, default=64, help="texts per forward pass")
+    p.add_argument("--model-overrides", default="", help="dict of model options, e.g. \"{'dropout': 0.0}\"")
+    p.add_argument("--cpu", action="store_true", help="run on the CPU even when CUDA is available")
     args = p.parse_args(argv)
     try:
+        [positive_int(k) for k in args.recall_k.split(",")]
+    except (ValueError, argparse.ArgumentTypeError):
+        p.error(f"--recall-k {args.recall_k!r}: comma-separated integers of at least 1")
+    logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s", level=logging.INFO,
+                        stream=sys.stderr)
+    try:
         main(args)
-    except (ValueError, FileNotFoundError) as err:
+    except (ValueError, FileNotFoundError, TypeError) as err:
         print(f"cross-thought-rank: error: {err}", file=sys.stderr)
         raise SystemExit(1)
 

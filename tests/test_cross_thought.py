@@ -5,6 +5,7 @@ import re
 import subprocess
 import sys
 
+import pytest
 import torch
 from fairseq.data import Dictionary
 from fairseq.models import ARCH_CONFIG_REGISTRY
@@ -172,3 +173,66 @@ def test_cross_sequence_layer_recovers_a_word_seen_only_in_other_sequences(tmp_p
     accuracy = dict(re.findall(r"^  (.+?)\s+([0-9.]+)$", proc.stdout, flags=re.M))
     assert float(accuracy["cross-sequence layer"]) > 0.8, proc.stdout[-1000:]
     assert float(accuracy["no cross-sequence layer"]) < 0.2, proc.stdout[-1000:]
+
+
+def _saved_activation_bytes(model, tokens, **kwargs):
+    """Bytes autograd holds for the backward pass after a forward (what a GPU
+    keeps in memory), outside any checkpointed region."""
+    total = [0]
+
+    def pack(tensor):
+        total[0] += tensor.numel() * tensor.element_size()
+        return tensor
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+        model(tokens, **kwargs)
+    return total[0]
+
+
+def test_chunked_encoding_is_exact_and_bounds_the_encoder_memory():
+    """100 candidates and a question, encoded 16 sequences at a time: the same
+    outputs and gradients as all at once, with the encoder's activations held
+    for one chunk only (each chunk is recomputed in the backward pass)."""
+    settings = dict(dropout=0.0, attention_dropout=0.0, activation_dropout=0.0, encoder_layers=2)
+    whole, d = build(**settings)
+    chunked, _ = build(encoder_chunk_sequences=16, **settings)
+    chunked.load_state_dict(whole.state_dict())
+    g = torch.Generator().manual_seed(5)
+    tokens = torch.randint(d.nspecial, len(d) - 1, (2, 101, 12), generator=g)
+    tokens[1, 60:] = d.pad()  # 59 candidates for the second question
+    results = []
+    for model in (whole, chunked):
+        model.train()
+        torch.manual_seed(11)  # the same word offsets
+        _, extra = model(tokens, cross_only=True)
+        extra["cross_attention"][:, 0, 1:6].log().sum().backward()  # -log alpha[0][m] of Eq. 10, five answers
+        results.append((extra["cross_attention"].detach(), {n: p.grad for n, p in model.named_parameters()}))
+    torch.testing.assert_close(results[1][0], results[0][0], rtol=1e-5, atol=1e-6)
+    for name, grad in results[0][1].items():
+        if grad is not None:
+            torch.testing.assert_close(results[1][1][name], grad, rtol=1e-4, atol=1e-6, msg=name)
+    whole_bytes = _saved_activation_bytes(whole, tokens, cross_only=True)
+    chunked_bytes = _saved_activation_bytes(chunked, tokens, cross_only=True)
+    assert chunked_bytes * 5 < whole_bytes, (chunked_bytes, whole_bytes)
+
+
+def test_sizes_are_checked_per_sequence_never_per_sample():
+    """fairseq drops items whose size exceeds max_positions; a Cross-Thought
+    sample of M sequences is checked sequence by sequence instead, and a
+    sequence that does not fit is an error, not a silent drop."""
+    import numpy as np
+
+    from segatron_fairseq.data.sequence_pair_dataset import SequenceGroupDataset
+    from segatron_fairseq.tasks.per_sequence_sizes import PerSequenceSizeCheck
+
+    model, _ = build()  # --max-positions 40, 3 special tokens
+    assert model.max_positions() == 37
+    groups = [[[5] * 30 for _ in range(101)], [[6] * 50, [7] * 3]]  # 3030 tokens; a 50-token text
+    dataset = SequenceGroupDataset(groups, [0, 1], pad=1, max_length=37)
+    assert dataset.truncated == 1 and dataset.sizes.tolist() == [3030, 40]
+    assert dataset.sequence_sizes.tolist() == [30, 37]
+    indices = np.arange(2)
+    kept = PerSequenceSizeCheck().filter_indices_by_size(indices, dataset, model.max_positions())
+    assert kept.tolist() == [0, 1]
+    with pytest.raises(ValueError, match="1 samples hold a short sequence longer than 20 tokens.*sample 0"):
+        PerSequenceSizeCheck().filter_indices_by_size(indices, dataset, 20)

@@ -2,7 +2,7 @@ from .document_examples import DocumentExampleDataset, SentenceTable
 from .field_dataset import FieldDataset, SumDataset
 from .segment_indexed_dataset import SegmentIndexedDataset, SegmentItem
 from .segment_stream_dataset import SegmentStreamDataset
-from .short_sequences import ShortSequenceDataset
+from .short_sequences import ShortSequenceDataset, ShortSequenceSampleDataset
 
 __all__ = [
     "DocumentExampleDataset",
@@ -12,5 +12,6 @@ __all__ = [
     "SegmentStreamDataset",
     "SentenceTable",
     "ShortSequenceDataset",
+    "ShortSequenceSampleDataset",
     "SumDataset",
 ]

@@ -1,8 +1,14 @@
 """Examples of several separately encoded sequences for Cross-Thought
 fine-tuning: item i is a list of token lists (a pair, or a question and its
-candidates); the collater pads them to (B, M, L), missing sequences all pad."""
+candidates); the collater pads them to (B, M, L), missing sequences all pad.
+
+Each sequence is cut to ``max_length`` tokens on its own (``truncated`` counts
+the cut ones); no example is dropped. ``sizes`` are the examples' token totals
+(what ``--max-tokens`` counts), ``sequence_sizes`` their longest sequences
+(what the model's positions limit)."""
 from typing import List, Sequence
 
+import numpy as np
 import torch
 
 from .example_list_dataset import ExampleListDataset
@@ -10,8 +16,12 @@ from .example_list_dataset import ExampleListDataset
 
 class SequenceGroupDataset(ExampleListDataset):
     def __init__(self, groups: List[Sequence[Sequence[int]]], targets: List, pad: int, max_length: int):
+        if max_length < 1:
+            raise ValueError(f"the longest sequence must be at least 1 token, not {max_length}")
+        self.truncated = sum(len(s) > max_length for group in groups for s in group)
         groups = [[list(s)[:max_length] for s in group] for group in groups]
         super().__init__([sum(len(s) for s in g) for g in groups])
+        self.sequence_sizes = np.array([max((len(s) for s in g), default=0) for g in groups], dtype=np.int64)
         self.groups, self.targets, self.pad = groups, targets, pad
 
     def collater(self, indices):

@@ -1,6 +1,13 @@
-"""Batches of M short sequences of L tokens: items of up to M*L tokens are
-padded to M*L and reshaped to (B, M, L) by the collater."""
-from fairseq.data import BaseWrapperDataset, data_utils
+"""Samples of M short sequences of L tokens.
+
+``ShortSequenceDataset`` pads items of up to M*L tokens to M*L and reshapes
+them to (B, M, L) in the collater. ``ShortSequenceSampleDataset`` is the
+sample dataset of pre-training: its ``sizes`` are the samples' token totals
+(what ``--max-tokens`` counts) and its ``sequence_sizes`` the longest short
+sequence of each sample (what the model's positions limit).
+"""
+import numpy as np
+from fairseq.data import BaseWrapperDataset, NestedDictionaryDataset, data_utils
 
 
 class ShortSequenceDataset(BaseWrapperDataset):
@@ -16,3 +23,9 @@ class ShortSequenceDataset(BaseWrapperDataset):
             raise ValueError(f"an item is longer than {self.num_sequences} x {self.sequence_length} tokens")
         tokens = data_utils.collate_tokens(samples, self.pad, pad_to_length=total)
         return tokens.view(len(samples), self.num_sequences, self.sequence_length)
+
+
+class ShortSequenceSampleDataset(NestedDictionaryDataset):
+    def __init__(self, definition, sample_sizes, sequence_length: int):
+        super().__init__(definition, sizes=[sample_sizes])
+        self.sequence_sizes = np.minimum(np.asarray(sample_sizes), sequence_length)

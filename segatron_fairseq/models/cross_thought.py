@@ -15,11 +15,14 @@ sequence again (Eq. 8) and the tied LM head predicts masked words (Eq. 9).
 heads and special indexes, ``sequence_embeddings`` and ``cross_states``
 (B, M, N, d).
 """
+import os
+
 import torch
 from fairseq.models import register_model, register_model_architecture
 from fairseq.models.roberta.model import RobertaEncoder, RobertaModel, base_architecture
 from fairseq.utils import safe_getattr
 from torch import nn
+from torch.utils.checkpoint import checkpoint
 
 from segatron_fairseq.modules import CrossSequenceLayer
 
@@ -75,6 +78,7 @@ class CrossThoughtEncoder(RobertaEncoder):
         self.max_positions = args.max_positions
         self.random_word_positions = not args.fixed_word_positions
         self.mask_self = args.cross_mask_self
+        self.chunk_sequences = args.encoder_chunk_sequences
         self.use_cross = not args.no_cross_layer
         groups = 1 if args.share_cross_layers else self.num_special
         self.cross_layers = nn.ModuleList(
@@ -98,25 +102,44 @@ class CrossThoughtEncoder(RobertaEncoder):
             return torch.randint(0, largest + 1, (batch,), device=device)
         return torch.zeros(batch, dtype=torch.long, device=device)
 
-    def encode_sequences(self, src_tokens):
-        """(B, M, L) word ids -> hidden states (N+L, B*M, d), padding mask (B*M, N+L)
-        and sequence embeddings E (B, M, N, d) (Eq. 1-2)."""
+    def _encode_chunk(self, words, offsets, specials_only: bool):
+        """Eq. 1-2 for S sequences: words (S, L), word offsets (S,) -> hidden
+        states (N+L, S, d), or only the N special rows (N, S, d)."""
+        count, length = words.shape
+        special_index = torch.arange(self.num_special, device=words.device)
+        ids = torch.cat([words.new_full((count, self.num_special), self.dictionary.bos()), words], dim=1)
+        embedding_index = torch.zeros_like(special_index) if self.special_embeddings.num_embeddings == 1 \
+            else special_index
+        embedded = torch.cat([self.special_embeddings(embedding_index).expand(count, -1, -1),
+                              self.sentence_encoder.embed_tokens(words)], dim=1)
+        word_positions = self.num_special + offsets[:, None] + torch.arange(length, device=words.device)
+        positions = torch.cat([special_index.expand(count, -1), word_positions], dim=1)
+        hidden = self.sentence_encoder(ids, token_embeddings=embedded + self.positions(positions))["encoder_out"][0]
+        return hidden[: self.num_special] if specials_only else hidden
+
+    def encode_sequences(self, src_tokens, specials_only: bool = False):
+        """(B, M, L) word ids -> hidden states (N+L, B*M, d) (only the N special
+        rows with ``specials_only``), padding mask (B*M, N+L) and sequence
+        embeddings E (B, M, N, d) (Eq. 1-2).
+
+        With ``--encoder-chunk-sequences S`` the B*M sequences go through the
+        encoder S at a time; in training each chunk is checkpointed (recomputed
+        in the backward pass), so the encoder's activations are held for one
+        chunk only, whatever M is."""
         batch, num_sequences, length = src_tokens.shape
         words = src_tokens.reshape(batch * num_sequences, length)
-        specials = words.new_full((words.size(0), self.num_special), self.dictionary.bos())
-        ids = torch.cat([specials, words], dim=1)
-        special_index = torch.arange(self.num_special, device=ids.device)
-        if self.special_embeddings.num_embeddings == 1:
-            special_index = torch.zeros_like(special_index)
-        embedded = torch.cat([self.special_embeddings(special_index).expand(words.size(0), -1, -1),
-                              self.sentence_encoder.embed_tokens(words)], dim=1)
-        offsets = self._word_offsets(batch, length, ids.device).repeat_interleave(num_sequences)
-        word_positions = self.num_special + offsets[:, None] + torch.arange(length, device=ids.device)
-        positions = torch.cat([special_index.new_tensor(range(self.num_special)).expand(words.size(0), -1),
-                               word_positions], dim=1)
-        encoder_out = self.sentence_encoder(ids, token_embeddings=embedded + self.positions(positions))
-        hidden = encoder_out["encoder_out"][0]
-        padding = ids.eq(self.dictionary.pad())
+        offsets = self._word_offsets(batch, length, words.device).repeat_interleave(num_sequences)
+        chunk = self.chunk_sequences if 0 < self.chunk_sequences < words.size(0) else words.size(0)
+        pieces = []
+        for start in range(0, words.size(0), chunk):
+            inputs = (words[start:start + chunk], offsets[start:start + chunk], specials_only)
+            if chunk < words.size(0) and torch.is_grad_enabled():
+                pieces.append(checkpoint(self._encode_chunk, *inputs, use_reentrant=False))
+            else:
+                pieces.append(self._encode_chunk(*inputs))
+        hidden = torch.cat(pieces, dim=1) if len(pieces) > 1 else pieces[0]
+        padding = torch.cat([words.new_zeros((words.size(0), self.num_special), dtype=torch.bool),
+                             words.eq(self.dictionary.pad())], dim=1)
         embeddings = hidden[: self.num_special].transpose(0, 1).reshape(batch, num_sequences, self.num_special, -1)
         return hidden, padding, embeddings
 
@@ -166,7 +189,7 @@ class CrossThoughtEncoder(RobertaEncoder):
         """src_tokens (B, M, L). Returns (B, M, L, V) logits (or (B, M, L, d)
         features, or the masked positions' logits) and ``extra``."""
         batch, num_sequences, length = src_tokens.shape
-        hidden, padding, embeddings = self.encode_sequences(src_tokens)
+        hidden, padding, embeddings = self.encode_sequences(src_tokens, specials_only=cross_only)
         sequence_padding = src_tokens.eq(self.dictionary.pad()).all(dim=-1)  # (B, M) missing sequences
         extra = {"sequence_embeddings": embeddings, "sequence_padding": sequence_padding}
         if self.use_cross:
@@ -210,8 +233,25 @@ class CrossThoughtModel(RobertaModel):
         parser.add_argument("--init-std", type=float,
                             help="std of the initial weights (BERT: 0.02; larger for narrow models, whose "
                                  "cross-sequence route is too weak at 0.02 to start learning)")
+        parser.add_argument("--encoder-chunk-sequences", type=int,
+                            help="encode at most this many short sequences at once, each chunk checkpointed in "
+                                 "training, so memory stays bounded for many candidates or sequences (0: all)")
         parser.add_argument("--pair-pooling", choices=("flatten", "average"),
                             help="pair classifier input: flattened 2N cross states (paper) or their mean")
+
+    @classmethod
+    def from_pretrained(cls, model_name_or_path: str, checkpoint_file: str = "model.pt",
+                        data_name_or_path: str = ".", **overrides):
+        """A ``CrossThoughtHubInterface`` (``encode``, ``rank``) for the
+        checkpoint ``model_name_or_path/checkpoint_file``; ``data_name_or_path``
+        is the pre-training corpus (its dict.txt and sentencepiece.model),
+        relative to the model directory when it starts with '.'."""
+        from segatron_fairseq.models.cross_thought_hub_interface import load_cross_thought
+
+        data = data_name_or_path
+        if data.startswith("."):
+            data = os.path.abspath(os.path.join(model_name_or_path, data))
+        return load_cross_thought(os.path.join(model_name_or_path, checkpoint_file), data, overrides)
 
     @classmethod
     def build_model(cls, args, task):
@@ -231,7 +271,10 @@ class CrossThoughtModel(RobertaModel):
         return self.encoder(src_tokens, features_only, return_all_hiddens, **kwargs)
 
     def max_positions(self):
-        return self.args.max_positions
+        """The longest short sequence, in words: --max-positions minus the N
+        special tokens. fairseq checks each sequence of a sample against it
+        (``CrossThoughtTask.filter_indices_by_size``), never a sample's total."""
+        return self.args.max_positions - self.args.num_special_tokens
 
 
 def _cross_thought_defaults(args):
@@ -239,6 +282,7 @@ def _cross_thought_defaults(args):
     args.cross_layers = safe_getattr(args, "cross_layers", 1)
     args.pair_pooling = safe_getattr(args, "pair_pooling", "flatten")
     args.init_std = safe_getattr(args, "init_std", BERT_INIT_STD)
+    args.encoder_chunk_sequences = safe_getattr(args, "encoder_chunk_sequences", 0)
     for flag in ("shared_special_embedding", "share_cross_layers", "cross_mask_self", "no_cross_layer",
                  "fixed_word_positions"):
         if safe_getattr(args, flag, None) is None:

@@ -3,7 +3,9 @@ among candidates by Cross-Thought's cross-sequence attention (Eq. 10).
 
 ``{split}.jsonl`` in ``data`` holds JSON lines ``{"question", "candidates",
 "answer"}``; each example is encoded as M = 1 + K short sequences (question
-first), every candidate once; the criterion ``cross_thought_answer_selection``
+first), every candidate once and cut to ``--max-sequence-length`` on its own
+(never dropped; 100 candidates as in the paper's pools are fine, and the
+model's ``--encoder-chunk-sequences`` bounds the encoder's memory); the criterion ``cross_thought_answer_selection``
 minimises -log alpha[0][answer] and reports Recall@1, Recall@k and MRR.
 Texts are tokenized like the pre-training corpus (``pretrain_data``).
 """
@@ -18,6 +20,7 @@ from segatron_fairseq.data.answer_selection import read_answer_selection
 from segatron_fairseq.data.sequence_pair_dataset import SequenceGroupDataset
 from segatron_fairseq.data.text_encoder import text_encoder
 from segatron_fairseq.tasks.segabert_mlm import load_dictionary_with_mask
+from segatron_fairseq.tasks.per_sequence_sizes import PerSequenceSizeCheck
 from segatron_fairseq.tasks.single_dictionary_task import SingleDictionaryTask
 
 logger = logging.getLogger(__name__)
@@ -33,7 +36,7 @@ class CrossThoughtAnswerSelectionConfig(FairseqDataclass):
 
 
 @register_task("cross_thought_answer_selection", dataclass=CrossThoughtAnswerSelectionConfig)
-class CrossThoughtAnswerSelectionTask(SingleDictionaryTask):
+class CrossThoughtAnswerSelectionTask(PerSequenceSizeCheck, SingleDictionaryTask):
     def __init__(self, cfg, dictionary):
         super().__init__(cfg, dictionary)
         self.encode = text_encoder(cfg.pretrain_data, dictionary)
@@ -45,9 +48,12 @@ class CrossThoughtAnswerSelectionTask(SingleDictionaryTask):
     def load_dataset(self, split: str, epoch: int = 1, combine: bool = False, **kwargs):
         path = os.path.join(self.cfg.data, f"{split}.jsonl")
         examples = read_answer_selection(path)
-        self.datasets[split] = SequenceGroupDataset(
+        dataset = SequenceGroupDataset(
             [[self.encode(q)] + [self.encode(c) for c in candidates] for q, candidates, _ in examples],
             [answer for _, _, answer in examples], self.dictionary.pad(), self.cfg.max_sequence_length,
         )
-        logger.info(f"{split}: {len(examples):,} questions, "
-                    f"{sum(len(c) for _, c, _ in examples):,} candidates from {path}")
+        self.datasets[split] = dataset
+        counts = [len(c) for _, c, _ in examples]
+        logger.info(f"{split}: {len(examples):,} questions, {sum(counts):,} candidates ({min(counts)} to "
+                    f"{max(counts)} per question) from {path}; {dataset.truncated:,} texts cut to "
+                    f"--max-sequence-length {self.cfg.max_sequence_length}")

@@ -5,7 +5,10 @@ directory) is cut into samples of ``num_sequences`` consecutive short
 sequences of ``sequence_length`` tokens (500 x 64 in the paper; fairseq's
 ``TokenBlockDataset``, never shuffled inside a sample), 15% of the tokens are
 masked (``MaskTokensDataset``, 80/10/10) and fairseq's ``masked_lm`` criterion
-scores them. ``src_tokens`` and ``target`` are (B, M, L).
+scores them. ``src_tokens`` and ``target`` are (B, M, L). A sample is one
+batch item: ``--batch-size`` counts samples, ``--max-tokens`` their M*L
+tokens, and the model's positions limit each sequence of L tokens, never the
+sample (``PerSequenceSizeCheck``).
 """
 import logging
 import os
@@ -14,7 +17,6 @@ from dataclasses import dataclass, field
 from fairseq.data import (
     IdDataset,
     MaskTokensDataset,
-    NestedDictionaryDataset,
     NumelDataset,
     NumSamplesDataset,
     TokenBlockDataset,
@@ -22,8 +24,9 @@ from fairseq.data import (
 )
 from fairseq.tasks import register_task
 
-from segatron_fairseq.data import ShortSequenceDataset
+from segatron_fairseq.data import ShortSequenceDataset, ShortSequenceSampleDataset
 from segatron_fairseq.tasks.segabert_mlm import MaskingConfig, load_dictionary_with_mask
+from segatron_fairseq.tasks.per_sequence_sizes import PerSequenceSizeCheck
 from segatron_fairseq.tasks.single_dictionary_task import SingleDictionaryTask
 
 logger = logging.getLogger(__name__)
@@ -36,7 +39,7 @@ class CrossThoughtMLMConfig(MaskingConfig):
 
 
 @register_task("cross_thought_mlm", dataclass=CrossThoughtMLMConfig)
-class CrossThoughtMLMTask(SingleDictionaryTask):
+class CrossThoughtMLMTask(PerSequenceSizeCheck, SingleDictionaryTask):
     def __init__(self, cfg: CrossThoughtMLMConfig, dictionary):
         super().__init__(cfg, dictionary)
         self.mask_idx = dictionary.index("<mask>")
@@ -59,7 +62,7 @@ class CrossThoughtMLMTask(SingleDictionaryTask):
             random_token_prob=self.cfg.random_token_prob,
         )
         shape = (self.cfg.num_sequences, self.cfg.sequence_length, self.dictionary.pad())
-        self.datasets[split] = NestedDictionaryDataset(
+        self.datasets[split] = ShortSequenceSampleDataset(
             {
                 "id": IdDataset(),
                 "net_input": {"src_tokens": ShortSequenceDataset(source, *shape)},
@@ -67,6 +70,6 @@ class CrossThoughtMLMTask(SingleDictionaryTask):
                 "nsentences": NumSamplesDataset(),
                 "ntokens": NumelDataset(source, reduce=True),
             },
-            sizes=[blocks.sizes],
+            blocks.sizes, self.cfg.sequence_length,
         )
         logger.info(f"{split}: {len(blocks):,} samples of {self.cfg.num_sequences} x {self.cfg.sequence_length} tokens")

@@ -3,7 +3,9 @@ from Cross-Thought sentence embeddings (paper Eq. 11).
 
 The two texts of a GLUE-format TSV line (MNLI, SNLI, QQP style; see
 ``segabert_sentence_prediction`` for the file options and ``--glue-task``)
-are encoded separately as two short sequences, the cross-sequence
+are encoded separately as two short sequences, each cut to
+``--max-sequence-length`` on its own (the log counts the cut texts; no pair
+is dropped), the cross-sequence
 Transformer runs over the pair, and the classification head reads the 2N
 cross states (``--pair-pooling flatten``, the paper) or their mean
 (``average``, the authors' code). Criterion: ``sentence_prediction_metrics``.
@@ -16,6 +18,7 @@ from fairseq.tasks import register_task
 
 from segatron_fairseq.data.glue_tsv import read_tsv
 from segatron_fairseq.data.sequence_pair_dataset import SequenceGroupDataset
+from segatron_fairseq.tasks.per_sequence_sizes import PerSequenceSizeCheck
 from segatron_fairseq.tasks.segabert_sentence_prediction import (
     SegaBERTSentencePredictionConfig,
     SegaBERTSentencePredictionTask,
@@ -30,16 +33,18 @@ class CrossThoughtPairConfig(SegaBERTSentencePredictionConfig):
 
 
 @register_task("cross_thought_pair_classification", dataclass=CrossThoughtPairConfig)
-class CrossThoughtPairClassificationTask(SegaBERTSentencePredictionTask):
+class CrossThoughtPairClassificationTask(PerSequenceSizeCheck, SegaBERTSentencePredictionTask):
     def load_dataset(self, split: str, epoch: int = 1, combine: bool = False, **kwargs):
         if len(self.format.text_columns) != 2:
             raise ValueError("cross_thought_pair_classification needs two text columns (--text-columns A,B)")
         name = {"train": "train.tsv", "valid": self.format.valid_file}.get(split, f"{split}.tsv")
         path = os.path.join(self.cfg.data, name)
         rows = read_tsv(path, self.format)
-        self.datasets[split] = SequenceGroupDataset(
+        dataset = SequenceGroupDataset(
             [[self.encode(t) for t in texts] for texts, _ in rows],
             [self.target(label, path, number) for number, (_, label) in enumerate(rows, start=1)],
             self.dictionary.pad(), self.cfg.max_sequence_length,
         )
-        logger.info(f"{split}: {len(rows):,} pairs from {path}")
+        self.datasets[split] = dataset
+        logger.info(f"{split}: {len(rows):,} pairs from {path}; {dataset.truncated:,} texts cut to "
+                    f"--max-sequence-length {self.cfg.max_sequence_length}")

@@ -1,0 +1,112 @@
+"""Sentence embeddings and ranking from a Cross-Thought checkpoint.
+
+    from segatron_fairseq.models.cross_thought import CrossThoughtModel
+    hub = CrossThoughtModel.from_pretrained("checkpoints/cross_thought", "checkpoint_best.pt",
+                                            "data-bin/wikipedia")
+    hub.encode(["A text.", "Another text."])      # (2, N, d) special-token states
+    hub.rank("a question", ["passage", ...])      # (len(passages),) alpha of Eq. 7
+
+Raw text is tokenized as the pre-training corpus was (its ``sentencepiece.model``,
+else its dictionary's words; ``data_name_or_path`` is that corpus), each text
+is one short sequence cut to ``max_length`` tokens, and the model runs in
+evaluation mode (words at positions N.., as the fine-tuning tasks encode them).
+"""
+import os
+from typing import Dict, List, Optional, Sequence
+
+import torch
+from fairseq import checkpoint_utils
+from fairseq.models import ARCH_MODEL_NAME_REGISTRY
+from torch import nn
+
+from segatron_fairseq.data.text_encoder import text_encoder
+
+EMBED_TOKENS_KEY = "encoder.sentence_encoder.embed_tokens.weight"
+
+
+def checkpoint_model_name(state: dict) -> str:
+    """The registered model name (not the architecture) a fairseq checkpoint was saved from."""
+    cfg = state.get("cfg") or {}
+    model_cfg = cfg.get("model") if hasattr(cfg, "get") else None
+    name = getattr(model_cfg, "_name", None) or (model_cfg.get("_name") if hasattr(model_cfg, "get") else None)
+    if name is None and state.get("args") is not None:
+        name = getattr(state["args"], "arch", None)
+    return ARCH_MODEL_NAME_REGISTRY.get(name, name) or "unknown"
+
+
+def load_cross_thought(path: str, data: str, overrides: Optional[Dict] = None) -> "CrossThoughtHubInterface":
+    """Load a ``cross_thought`` checkpoint (pre-trained or fine-tuned) with the
+    dictionary and sub-word model of the corpus ``data``, after checking that
+    the checkpoint is a Cross-Thought one and that the dictionary fits it."""
+    from segatron_fairseq.tasks.cross_thought_mlm import CrossThoughtMLMConfig, CrossThoughtMLMTask
+
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{path}: checkpoint not found")
+    overrides = dict(overrides or {})
+    state = checkpoint_utils.load_checkpoint_to_cpu(path, overrides)
+    name = checkpoint_model_name(state)
+    if name != "cross_thought":
+        raise ValueError(f"{path}: this is a {name} checkpoint; Cross-Thought embeddings and ranking need a "
+                         f"cross_thought one")
+    task = CrossThoughtMLMTask.setup_task(CrossThoughtMLMConfig(data=data))
+    rows = state["model"][EMBED_TOKENS_KEY].size(0)
+    if rows != len(task.dictionary):
+        raise ValueError(f"{os.path.join(data, 'dict.txt')} has {len(task.dictionary):,} symbols (with <mask>) but "
+                         f"{path} embeds {rows:,}: --data is not the corpus this model was trained on")
+    models, cfg, task = checkpoint_utils.load_model_ensemble_and_task([path], arg_overrides=overrides, task=task,
+                                                                      state=state)
+    return CrossThoughtHubInterface(cfg, task, models[0])
+
+
+class CrossThoughtHubInterface(nn.Module):
+    def __init__(self, cfg, task, model):
+        super().__init__()
+        self.cfg, self.task, self.model = cfg, task, model
+        self.model.eval()
+        self.tokenize = text_encoder(task.cfg.data, task.dictionary)
+        self.max_length = model.max_positions()
+        self.register_buffer("_float_tensor", torch.tensor([0], dtype=torch.float), persistent=False)
+
+    @property
+    def device(self):
+        return self._float_tensor.device
+
+    def _token_ids(self, text: str, max_length: int) -> List[int]:
+        if not isinstance(text, str):
+            raise TypeError(f"a text must be a string, not {type(text).__name__}")
+        return self.tokenize(text)[:max_length] or [self.task.dictionary.unk()]
+
+    @torch.no_grad()
+    def encode(self, texts: Sequence[str], max_length: Optional[int] = None, batch_size: int = 64) -> torch.Tensor:
+        """(len(texts), N, d) float32 sequence embeddings, each text a short
+        sequence of its own, ``batch_size`` sequences per forward pass."""
+        if isinstance(texts, str):
+            texts = [texts]
+        max_length = min(max_length or self.max_length, self.max_length)
+        pad = self.task.dictionary.pad()
+        out = []
+        for start in range(0, len(texts), batch_size):
+            chunk = [self._token_ids(t, max_length) for t in texts[start:start + batch_size]]
+            tokens = torch.full((len(chunk), 1, max(len(c) for c in chunk)), pad, dtype=torch.long)
+            for b, ids in enumerate(chunk):
+                tokens[b, 0, : len(ids)] = torch.tensor(ids)
+            _, _, embeddings = self.model.encoder.encode_sequences(tokens.to(self.device), specials_only=True)
+            out.append(embeddings[:, 0].float().cpu())
+        if not out:
+            raise ValueError("no texts to encode")
+        return torch.cat(out)
+
+    @torch.no_grad()
+    def rank_embeddings(self, question: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor:
+        """alpha[0][1:] of Eq. 7 from embeddings: question (N, d) or (Q, N, d),
+        candidates (C, N, d) -> (C,) or (Q, C)."""
+        single = question.dim() == 2
+        dtype = next(self.model.parameters()).dtype
+        scores = self.model.encoder.rank(question.reshape(-1, *candidates.shape[1:]).to(self.device, dtype),
+                                         candidates.to(self.device, dtype)).float().cpu()
+        return scores[0] if single else scores
+
+    def rank(self, question: str, passages: Sequence[str], max_length: Optional[int] = None) -> torch.Tensor:
+        """The pre-trained cross-sequence attention of ``question`` over
+        ``passages`` (the paper's ranking without fine-tuning): (len(passages),)."""
+        return self.rank_embeddings(self.encode([question], max_length)[0], self.encode(passages, max_length))

@@ -234,5 +234,5 @@ def test_sizes_are_checked_per_sequence_never_per_sample():
     indices = np.arange(2)
     kept = PerSequenceSizeCheck().filter_indices_by_size(indices, dataset, model.max_positions())
     assert kept.tolist() == [0, 1]
-    with pytest.raises(ValueError, match="1 samples hold a short sequence longer than 20 tokens.*sample 0"):
+    with pytest.raises(ValueError, match="2 samples hold a short sequence longer than 20 tokens.*sample 0 has one of 30"):
         PerSequenceSizeCheck().filter_indices_by_size(indices, dataset, 20)

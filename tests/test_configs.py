@@ -5,7 +5,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from conftest import PLUGIN_DIR, ROOT, run_cli
-from corpus import make_documents, write_wikitext
+from corpus import make_documents, write_lines, write_wikitext
 
 CONFIG_DIR = str(ROOT / "segatron_fairseq" / "config")
 
@@ -134,3 +134,36 @@ def test_cross_thought_config_carries_the_paper_settings():
     assert list(cfg.optimization.lr) == [0.0005] and cfg.optimization.max_update == 125000
     assert cfg.lr_scheduler.warmup_updates == 10000 and cfg.model.dropout == 0.1
     assert cfg.model.max_positions >= 5 + 564  # 64 word positions drawn from 0..564 after the specials
+    assert 16 * cfg.dataset.batch_size * cfg.optimization.update_freq[0] == 128  # the comment's 16 GPUs
+
+
+def test_cross_thought_base_config_pretrains_at_500_x_64(tmp_path):
+    """The shipped yaml's task and dataset settings (500 sequences of 64 tokens, 5 special tokens, its
+    batch size), only the model narrowed: 2 updates on CPU. A sample (32,000 tokens) is far above the
+    model's positions, so it trains only while sizes are checked per sequence."""
+    write_lines(tmp_path / "corpus.txt", make_documents(700, seed=3))  # about 137k tokens: 5 samples
+    run_cli("segatron-preprocess", "--input-format", "lines", "--trainpref", tmp_path / "corpus.txt",
+            "--validpref", tmp_path / "corpus.txt", "--destdir", tmp_path / "bin")
+    out = run_cli("fairseq-hydra-train", "--config-dir", CONFIG_DIR, "--config-name", "cross_thought_base",
+                  f"task.data={tmp_path / 'bin'}", f"checkpoint.save_dir={tmp_path / 'ckpt'}",
+                  f"common.user_dir={PLUGIN_DIR}", f"hydra.run.dir={tmp_path / 'hydra'}", "common.cpu=true",
+                  "common.fp16=false", "optimization.max_update=2", "+model.encoder_embed_dim=32",
+                  "+model.encoder_ffn_embed_dim=64", "+model.encoder_layers=1", "+model.encoder_attention_heads=2")
+    assert "invalid sizes" not in out
+    assert "train: 5 samples of 500 x 64 tokens" in out
+    state = torch.load(tmp_path / "ckpt" / "checkpoint_last.pt", map_location="cpu", weights_only=False)
+    assert state["optimizer_history"][-1]["num_updates"] == 2
+    assert state["cfg"]["task"]["num_sequences"] == 500 and state["cfg"]["task"]["sequence_length"] == 64
+    assert state["cfg"]["model"]["num_special_tokens"] == 5 and state["cfg"]["dataset"]["batch_size"] == 2
+
+
+def test_cross_thought_mlm_defaults_train_with_fairseq_train(tmp_path):
+    """`fairseq-train --task cross_thought_mlm --arch cross_thought_tiny` with the task's defaults (500 x 64)."""
+    write_lines(tmp_path / "corpus.txt", make_documents(400, seed=5))
+    run_cli("segatron-preprocess", "--input-format", "lines", "--trainpref", tmp_path / "corpus.txt",
+            "--validpref", tmp_path / "corpus.txt", "--destdir", tmp_path / "bin")
+    out = run_cli("fairseq-train", tmp_path / "bin", "--user-dir", PLUGIN_DIR, "--task", "cross_thought_mlm",
+                  "--arch", "cross_thought_tiny", "--criterion", "masked_lm", "--batch-size", 2, "--max-update", 2,
+                  "--optimizer", "adam", "--lr", 1e-3, "--save-dir", tmp_path / "ckpt", "--disable-validation",
+                  "--no-save", "--cpu", "--log-format", "simple")
+    assert "invalid sizes" not in out and "samples of 500 x 64 tokens" in out and "done training" in out

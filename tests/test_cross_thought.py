@@ -178,15 +178,16 @@ def test_cross_sequence_layer_recovers_a_word_seen_only_in_other_sequences(tmp_p
 def _saved_activation_bytes(model, tokens, **kwargs):
     """Bytes autograd holds for the backward pass after a forward (what a GPU
     keeps in memory), outside any checkpointed region."""
-    total = [0]
+    storages = {}
 
-    def pack(tensor):
-        total[0] += tensor.numel() * tensor.element_size()
+    def pack(tensor):  # a storage saved by several operations (or as views) is held once
+        storage = tensor.untyped_storage()
+        storages[storage.data_ptr()] = storage.nbytes()
         return tensor
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
         model(tokens, **kwargs)
-    return total[0]
+    return sum(storages.values())
 
 
 def test_chunked_encoding_is_exact_and_bounds_the_encoder_memory():

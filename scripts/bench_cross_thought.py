@@ -76,6 +76,8 @@ def saved_bytes(args, layers: int) -> int:
     """Bytes held for the backward pass after the forward and loss of one sample."""
     import torch
 
+    from segatron_fairseq.activation_memory import SavedTensorBytes
+
     torch.manual_seed(0)
     dictionary = synthetic_dictionary(args.vocab)
     model = build_registered_model(ARCHS[args.variant], dictionary, args.sequence_length + 80, torch.device("cpu"),
@@ -86,17 +88,10 @@ def saved_bytes(args, layers: int) -> int:
     masked = torch.rand(shape, generator=torch.Generator().manual_seed(2)) < 0.15
     if args.variant == "roberta":
         tokens, masked = tokens.view(-1, args.sequence_length), masked.view(-1, args.sequence_length)
-    storages = {}
-
-    def pack(tensor):  # a storage saved by several operations (or as views) is held once
-        storage = tensor.untyped_storage()
-        storages[storage.data_ptr()] = storage.nbytes()
-        return tensor
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+    with SavedTensorBytes() as saved:
         logits, _ = model(tokens, masked_tokens=masked)
         torch.nn.functional.cross_entropy(logits.float(), tokens[masked], reduction="sum")
-    return sum(storages.values())
+    return saved.bytes
 
 
 def activation_memory(args) -> None:

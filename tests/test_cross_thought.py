@@ -178,16 +178,11 @@ def test_cross_sequence_layer_recovers_a_word_seen_only_in_other_sequences(tmp_p
 def _saved_activation_bytes(model, tokens, **kwargs):
     """Bytes autograd holds for the backward pass after a forward (what a GPU
     keeps in memory), outside any checkpointed region."""
-    storages = {}
+    from segatron_fairseq.activation_memory import SavedTensorBytes
 
-    def pack(tensor):  # a storage saved by several operations (or as views) is held once
-        storage = tensor.untyped_storage()
-        storages[storage.data_ptr()] = storage.nbytes()
-        return tensor
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+    with SavedTensorBytes() as saved:
         model(tokens, **kwargs)
-    return sum(storages.values())
+    return saved.bytes
 
 
 def test_chunked_encoding_is_exact_and_bounds_the_encoder_memory():

@@ -17,6 +17,10 @@ class SavedTensorBytes(torch.autograd.graph.saved_tensors_hooks):
         self.storages = {}
         super().__init__(self._pack, lambda tensor: tensor)
 
+    def __enter__(self):
+        super().__enter__()
+        return self
+
     def _pack(self, tensor):
         storage = tensor.untyped_storage()  # a storage saved by several operations, or as views, is held once
         self.storages[storage.data_ptr()] = storage.nbytes()

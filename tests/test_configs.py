@@ -1,4 +1,6 @@
 """Hydra configs: the WikiText-103 configs carry the paper's settings; a tiny one trains."""
+import re
+
 import pytest
 import torch
 from hydra import compose, initialize_config_dir
@@ -158,12 +160,16 @@ def test_cross_thought_base_config_pretrains_at_500_x_64(tmp_path):
 
 
 def test_cross_thought_mlm_defaults_train_with_fairseq_train(tmp_path):
-    """`fairseq-train --task cross_thought_mlm --arch cross_thought_tiny` with the task's defaults (500 x 64)."""
+    """`fairseq-train --task cross_thought_mlm --arch cross_thought_tiny` with the task's defaults (500 x 64);
+    --max-tokens counts every token of a sample: 64,000 tokens hold 2 samples of 32,000, so the 3 samples
+    of the split make 2 updates."""
     write_lines(tmp_path / "corpus.txt", make_documents(400, seed=5))
     run_cli("segatron-preprocess", "--input-format", "lines", "--trainpref", tmp_path / "corpus.txt",
             "--validpref", tmp_path / "corpus.txt", "--destdir", tmp_path / "bin")
     out = run_cli("fairseq-train", tmp_path / "bin", "--user-dir", PLUGIN_DIR, "--task", "cross_thought_mlm",
-                  "--arch", "cross_thought_tiny", "--criterion", "masked_lm", "--batch-size", 2, "--max-update", 2,
+                  "--arch", "cross_thought_tiny", "--criterion", "masked_lm", "--max-tokens", 64000, "--max-update", 2,
                   "--optimizer", "adam", "--lr", 1e-3, "--save-dir", tmp_path / "ckpt", "--disable-validation",
                   "--no-save", "--cpu", "--log-format", "simple")
     assert "invalid sizes" not in out and "samples of 500 x 64 tokens" in out and "done training" in out
+    assert "train: 3 samples of 500 x 64 tokens" in out  # two full samples and a shorter last one
+    assert re.search(r"\| bsz 1\.5 \| num_updates 2 \|", out), out[-2000:]  # batches of 2 and 1 samples

@@ -173,3 +173,47 @@ def test_cross_thought_mlm_defaults_train_with_fairseq_train(tmp_path):
     assert "invalid sizes" not in out and "samples of 500 x 64 tokens" in out and "done training" in out
     assert "train: 3 samples of 500 x 64 tokens" in out  # two full samples and a shorter last one
     assert re.search(r"\| bsz 1\.5 \| num_updates 2 \|", out), out[-2000:]  # batches of 2 and 1 samples
+
+
+WT103_VOCAB = 267735  # WikiText-103's dictionary size, above the configs' cutoff 200000
+
+
+@pytest.fixture(scope="module")
+def wt103_sized_corpus(tmp_path_factory):
+    """A corpus binarized with a dictionary as large as WikiText-103's (padded with unused words), so the
+    configs' adaptive-softmax cutoffs 20000,40000,200000 apply as shipped; about 137k tokens, enough for
+    2 updates of 128 rows x 384 tokens."""
+    tmp = tmp_path_factory.mktemp("wt103_sized")
+    write_wikitext(tmp / "corpus.txt", make_documents(700, seed=3))
+    write_wikitext(tmp / "valid.txt", make_documents(10, seed=4))  # the end-of-run validation stays short
+    words = sorted({w for path in ("corpus.txt", "valid.txt") for line in open(tmp / path) for w in line.split()})
+    with open(tmp / "dict.txt", "w") as f:
+        for k, word in enumerate(words + [f"unused{i}" for i in range(WT103_VOCAB - 4 - len(words))]):
+            f.write(f"{word} {WT103_VOCAB - k}\n")
+    run_cli("segatron-preprocess", "--input-format", "wikitext", "--trainpref", tmp / "corpus.txt",
+            "--validpref", tmp / "valid.txt", "--srcdict", tmp / "dict.txt", "--destdir", tmp / "bin")
+    return tmp / "bin"
+
+
+@pytest.mark.parametrize("size", ["base", "large"])
+@pytest.mark.parametrize("model", ["segatron_xl", "transformer_xl"])
+def test_wt103_configs_train_at_their_shapes(size, model, wt103_sized_corpus, tmp_path):
+    """Each shipped WikiText-103 yaml as it is (batch 64 x 150 / 128 x 384 tokens, memory 150 / 384, cutoffs
+    and div_val, its criterion and optimiser), only the model narrowed: 2 updates on CPU."""
+    out = run_cli("fairseq-hydra-train", "--config-dir", CONFIG_DIR, "--config-name", f"{model}_wt103_{size}",
+                  f"task.data={wt103_sized_corpus}", f"checkpoint.save_dir={tmp_path / 'ckpt'}",
+                  f"common.user_dir={PLUGIN_DIR}", f"hydra.run.dir={tmp_path / 'hydra'}", "common.cpu=true",
+                  "common.fp16=false", "optimization.max_update=2", "model.decoder_layers=2",
+                  "model.decoder_embed_dim=64", "model.decoder_attention_heads=2", "model.decoder_head_dim=32",
+                  "model.decoder_ffn_embed_dim=128")  # 64: div_val 4 leaves the last band 64 / 4**3 = 1 wide
+    assert "done training" in out
+    state = torch.load(tmp_path / "ckpt" / "checkpoint_last.pt", map_location="cpu", weights_only=False)
+    cfg = state["cfg"]
+    assert state["optimizer_history"][-1]["num_updates"] == 2
+    expected = PAPER[size]
+    assert cfg["dataset"]["batch_size"] == expected["batch_size"] and cfg["task"]["tgt_len"] == expected["tgt_len"]
+    assert cfg["model"]["mem_len"] == expected["mem_len"]
+    assert cfg["model"]["adaptive_softmax_factor"] == expected["adaptive_softmax_factor"]
+    assert cfg["model"]["adaptive_softmax_cutoff"] == "20000,40000,200000"
+    bands = [state["model"][f"decoder.embed_tokens.embeddings.{k}.0.weight"].shape[0] for k in range(4)]
+    assert bands == [20000, 20000, 160000, WT103_VOCAB - 200000]

@@ -235,11 +235,11 @@ def main(args) -> None:
             if text not in where:
                 where[text] = len(pool)
                 pool.append(text)
-    key = embedding_key(args, hub, pool, overrides)
-    embeddings = cached_embeddings(args.embeddings, key, len(pool)) if pool else torch.empty(0)
-    if embeddings is not None and pool:
+    key = embedding_key(args, hub, pool, overrides)  # the pool is never empty: read_questions checks
+    embeddings = cached_embeddings(args.embeddings, key, len(pool))
+    if embeddings is not None:
         logger.info(f"reusing {len(pool):,} candidate embeddings from {args.embeddings}")
-    elif pool:
+    else:
         embeddings = hub.encode(pool, args.max_length, args.batch_size)
         os.makedirs(os.path.dirname(os.path.abspath(args.embeddings)), exist_ok=True)
         torch.save({"key": key, "embeddings": embeddings}, args.embeddings + ".tmp")

@@ -22,10 +22,10 @@ class PerSequenceSizeCheck:
         longest = np.asarray(dataset.sequence_sizes)[indices]
         too_long = longest > max_positions
         if too_long.any():
-            first = indices[too_long][0]
+            first, first_size = indices[too_long][0], longest[too_long][0]
             raise ValueError(
                 f"{int(too_long.sum()):,} samples hold a short sequence longer than {max_positions} tokens, the "
                 f"most one sequence may have here (the model's --max-positions minus its special tokens, or "
-                f"--max-tokens); sample {first} has one of {int(np.asarray(dataset.sequence_sizes)[first])}. "
+                f"--max-tokens); sample {first} has one of {int(first_size)}. "
                 f"Shorten the sequences (--sequence-length, --max-sequence-length) or raise --max-positions.")
         return indices

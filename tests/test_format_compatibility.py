@@ -1,0 +1,55 @@
+"""A directory binarized by segatron-preprocess 0.1.0 (tests/data) still works."""
+import filecmp
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+from conftest import PLUGIN_DIR, run_cli
+
+DATA = Path(__file__).resolve().parent / "data"
+OLD = DATA / "binarized-0.1.0"
+TEXT = DATA / "corpus-0.1.0"
+FILES = [f"{split}{suffix}.{ext}" for split in ("train", "valid") for suffix in ("", ".paragraph", ".sentence",
+                                                                                 ".token") for ext in ("bin", "idx")]
+
+
+def test_old_directory_reads_and_trains(tmp_path):
+    from segatron_fairseq.data import SegmentIndexedDataset
+
+    corpus = SegmentIndexedDataset(str(OLD / "train"))
+    assert len(corpus) == 224 and int(corpus.sizes.sum()) == 3068
+    # " The government travels ... . This population ... . The species ... . The larva ... . ": paragraph 1
+    tokens, paragraph, sentence, token = corpus[3]
+    assert paragraph.tolist() == [1] * 40 and sentence.tolist() == [0] * 11 + [1] * 13 + [2] * 8 + [3] * 8
+    assert token.tolist() == list(range(11)) + list(range(13)) + list(range(8)) + list(range(8))
+    assert len(corpus.document_starts()) == 12 + 1  # the leading blank line, then one per title
+    out = run_cli("fairseq-train", OLD, "--user-dir", PLUGIN_DIR, "--task", "segatron_lm", "--arch",
+                  "segatron_xl_tiny", "--criterion", "segatron_lm_loss", "--optimizer", "adam", "--lr", "1e-3",
+                  "--batch-size", "2", "--tgt-len", "32", "--max-update", "2", "--cpu", "--no-save",
+                  "--log-format", "simple", "--log-interval", "1")
+    assert "done training" in out
+
+
+def test_same_text_gives_the_same_bytes_with_the_old_dictionary_and_punkt(tmp_path):
+    """Re-binarize the same text with the old dict.txt and punkt.json (a file, the format before
+    punkt_tab directories) named explicitly: every dataset file is byte-identical."""
+    run_cli("segatron-preprocess", "--input-format", "wikitext", "--trainpref", TEXT / "train.txt",
+            "--validpref", TEXT / "valid.txt", "--destdir", tmp_path / "new", "--srcdict", OLD / "dict.txt",
+            "--sentence-splitter", OLD / "punkt.json")
+    for name in FILES + ["dict.txt"]:
+        assert filecmp.cmp(OLD / name, tmp_path / "new" / name, shallow=False), name
+
+
+def test_old_destination_is_reused_for_a_new_split(tmp_path):
+    """A new split written into an old directory reuses its dict.txt and punkt.json."""
+    dest = tmp_path / "old"
+    shutil.copytree(OLD, dest)
+    (dest / "valid.bin").unlink()
+    out = run_cli("segatron-preprocess", "--input-format", "wikitext", "--validpref", TEXT / "valid.txt",
+                  "--destdir", dest, "--sentence-splitter", "punkt-trained")
+    assert "reused" in out
+    for name in [f for f in FILES if f.startswith("valid")]:
+        assert filecmp.cmp(OLD / name, dest / name, shallow=False), name
+    assert np.array_equal(np.fromfile(OLD / "train.bin", dtype=np.uint8), np.fromfile(dest / "train.bin",
+                                                                                      dtype=np.uint8))

@@ -11,7 +11,9 @@ setup(
     version="0.1.0",
     description="Segatron-XL, SegaBERT and Cross-Thought as a fairseq --user-dir plugin",
     python_requires=">=3.10",
-    packages=find_packages(include=["segatron_fairseq", "segatron_fairseq.*", "preprocess", "preprocess.*"]),
+    # the binarizer lives in preprocess/ and is installed as segatron_preprocess
+    packages=find_packages(include=["segatron_fairseq", "segatron_fairseq.*"]) + ["segatron_preprocess"],
+    package_dir={"segatron_preprocess": "preprocess"},
     package_data={"segatron_fairseq": ["config/*.yaml", "config/*/*.yaml"]},
     install_requires=[
         "fairseq==0.12.2",
@@ -21,13 +23,19 @@ setup(
         "numpy",
         "nltk",
         "sentencepiece",
+        "scikit-learn",
+        "scipy",
+        "tensorboardX",
     ],
     entry_points={
         "console_scripts": [
-            "segatron-components = segatron_fairseq.components:cli_main",
-            "segatron-preprocess = preprocess.cli:cli_main",
-            "segatron-inspect = preprocess.inspect_item:cli_main",
-            "cross-thought-rank = segatron_fairseq.cross_thought_rank:cli_main",
+            "segatron-preprocess = segatron_preprocess.cli:cli_main",
+            "segatron-inspect = segatron_preprocess.inspect_item:cli_main",
+            "segatron-split-wikitext = segatron_preprocess.split_wikitext:cli_main",
+            "segatron-components = segatron_fairseq.cli.components:cli_main",
+            "segatron-compare-lm = segatron_fairseq.cli.compare_lm:cli_main",
+            "segatron-loss-by-boundary = segatron_fairseq.cli.loss_by_boundary:cli_main",
+            "cross-thought-rank = segatron_fairseq.cli.cross_thought_rank:cli_main",
         ],
     },
 )

@@ -3,7 +3,8 @@
 ``{prefix}`` holds the token ids (fairseq's format, read by
 ``fairseq.data.data_utils.load_indexed_dataset``); ``{prefix}.paragraph``,
 ``{prefix}.sentence`` and ``{prefix}.token`` hold the indexes of
-``preprocess.indexer``, one item per token item, of the same lengths.
+``indexer.py``, one item per token item, of the same lengths (see
+``corpus_format.py``).
 """
 import collections
 import dataclasses
@@ -13,13 +14,11 @@ import numpy as np
 import torch
 from fairseq.data import Dictionary, indexed_dataset
 
-from preprocess import readers, sentences
-from preprocess.errors import PreprocessError
-from preprocess.indexer import DocumentIndexer
-
-INDEX_NAMES = ("paragraph", "sentence", "token")
-INDEX_DTYPE = np.uint16
-MAX_INDEX = int(np.iinfo(INDEX_DTYPE).max)
+from . import readers, sentences
+from .corpus_format import INDEX_DTYPE, INDEX_NAMES, MAX_INDEX, index_prefix
+from .errors import PreprocessError
+from .indexer import DocumentIndexer
+from .jobs import Job
 
 
 @dataclasses.dataclass
@@ -45,7 +44,7 @@ class Segmenter:
     """Turns units into sentences of sub-word tokens."""
 
     splitter: object  # PunktSentenceTokenizer, or None when sentences are not needed
-    subwords: object  # preprocess.subwords.Words or SentencePiece
+    subwords: object  # subwords.Words or subwords.SentencePiece
 
     def sentences(self, unit: readers.Unit) -> List[List[str]]:
         if unit.kind != readers.PARAGRAPH or self.splitter is None:
@@ -87,7 +86,7 @@ class _Builders:
         )
         self.indexes = [
             indexed_dataset.MMapIndexedDatasetBuilder(
-                indexed_dataset.data_file_path(f"{prefix}.{name}"), dtype=INDEX_DTYPE
+                indexed_dataset.data_file_path(index_prefix(prefix, name)), dtype=INDEX_DTYPE
             )
             for name in INDEX_NAMES
         ]
@@ -101,7 +100,7 @@ class _Builders:
     def finalize(self) -> None:
         self.tokens.finalize(indexed_dataset.index_file_path(self.prefix))
         for name, builder in zip(INDEX_NAMES, self.indexes):
-            builder.finalize(indexed_dataset.index_file_path(f"{self.prefix}.{name}"))
+            builder.finalize(indexed_dataset.index_file_path(index_prefix(self.prefix, name)))
 
 
 def binarize_range(
@@ -151,15 +150,6 @@ def binarize_range(
         stats.tokens += len(ids)
     builders.finalize()
     return stats
-
-
-@dataclasses.dataclass
-class Job:
-    path: str
-    input_format: str
-    start: int
-    end: int
-    out_prefix: Optional[str]  # None: count tokens for the dictionary
 
 
 class Worker:

@@ -1,6 +1,6 @@
 """A generated corpus in WikiText-103 layout, for the demo and the tests.
 
-    python -m preprocess.demo_corpus OUT_DIR [--train-documents 400] [--seed 1]
+    python -m segatron_preprocess.demo_corpus OUT_DIR [--train-documents 400] [--seed 1]
 
 Writes ``wiki.train.tokens``, ``wiki.valid.tokens`` and ``wiki.test.tokens``.
 Documents have real structure: a ``= Title =`` line, ``= = Section = =``
@@ -13,6 +13,8 @@ import argparse
 import os
 import random
 from typing import List
+
+from .atomic import atomic_path
 
 NOUNS = ("lobster crab shrimp octopus squid whale seal gull heron otter eel salmon trout cod herring "
          "mackerel oyster mussel clam urchin starfish sponge coral kelp plankton turtle dolphin porpoise "
@@ -53,12 +55,11 @@ def make_document(rng: random.Random, number: int) -> List[str]:
 
 
 def write_wikitext_file(path: str, documents: List[List[str]]) -> None:
-    with open(path + ".tmp", "w", encoding="utf-8") as f:
+    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
         for lines in documents:
             f.write(" \n")
             for line in lines:
                 f.write(f" {line} \n \n")
-    os.replace(path + ".tmp", path)
 
 
 def write_demo_corpus(out_dir: str, train_documents: int = 400, seed: int = 1) -> None:

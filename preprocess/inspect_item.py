@@ -3,12 +3,12 @@ import argparse
 import os
 import sys
 
-from fairseq.data import Dictionary
-
-from segatron_fairseq.data import SegmentIndexedDataset
+from .corpus_format import DICT_FILE
 
 
-def format_item(dataset: SegmentIndexedDataset, dictionary: Dictionary, item: int) -> str:
+def format_item(dataset, dictionary, item: int) -> str:
+    """Lines ``position  (paragraph, sentence, token)  symbol`` of item ``item``
+    of a ``SegmentIndexedDataset``."""
     tokens, paragraph, sentence, token = dataset[item]
     lines = [f"item {item} of {len(dataset)}: {len(tokens)} tokens", f"{'position':>8}  {'(par, sent, tok)':<18}  token"]
     for position in range(len(tokens)):
@@ -23,9 +23,13 @@ def cli_main(argv=None) -> None:
     parser.add_argument("split", help="split name, e.g. train, valid, test")
     parser.add_argument("item", type=int, help="item number (0-based; negative counts from the end)")
     args = parser.parse_args(argv)
+    from fairseq.data import Dictionary
+
+    from segatron_fairseq.data import SegmentIndexedDataset
+
     prefix = os.path.join(args.destdir, args.split)
     try:
-        dictionary = Dictionary.load(os.path.join(args.destdir, "dict.txt"))
+        dictionary = Dictionary.load(os.path.join(args.destdir, DICT_FILE))
         dataset = SegmentIndexedDataset(prefix)
     except (FileNotFoundError, ValueError) as err:
         print(f"segatron-inspect: error: {err}", file=sys.stderr)

@@ -18,7 +18,7 @@ import os
 import re
 from typing import Iterator, List, NamedTuple, Tuple
 
-from preprocess.errors import PreprocessError
+from .errors import PreprocessError
 
 DOC_BREAK, TITLE, HEADING, PARAGRAPH, BLANK = "doc_break", "title", "heading", "paragraph", "blank"
 INPUT_FORMATS = ("wikitext", "lines", "jsonl")

@@ -4,9 +4,8 @@ from typing import Iterable, List
 
 import sentencepiece as spm
 
-from preprocess.errors import PreprocessError
-
-SENTENCEPIECE_FILE = "sentencepiece.model"
+from .atomic import atomic_path
+from .errors import PreprocessError
 
 
 class Words:
@@ -46,23 +45,28 @@ class SentencePiece:
 def train_sentencepiece(sentences: Iterable[str], vocab_size: int, model_path: str, max_sentences: int) -> None:
     """Train a unigram sentencepiece model on up to ``max_sentences`` sentences
     (sampled by sentencepiece) and write it to ``model_path`` atomically."""
-    prefix = model_path[: -len(".model")] + ".tmp"
-    try:
-        spm.SentencePieceTrainer.Train(
-            sentence_iterator=iter(sentences),
-            model_prefix=prefix,
-            vocab_size=vocab_size,
-            model_type="unigram",
-            character_coverage=1.0,
-            input_sentence_size=max_sentences,
-            shuffle_input_sentence=True,
-            # fairseq's dictionary adds its own specials; keep spm's out of the text
-            bos_id=-1,
-            eos_id=-1,
-            unk_id=0,
-            minloglevel=2,
-        )
-    except RuntimeError as err:
-        raise PreprocessError(f"sentencepiece training for {model_path} failed: {err}") from None
-    os.replace(prefix + ".model", model_path)
-    os.remove(prefix + ".vocab")
+    with atomic_path(model_path) as tmp:
+        try:
+            _train(sentences, vocab_size, tmp, max_sentences)
+        except RuntimeError as err:
+            raise PreprocessError(f"sentencepiece training for {model_path} failed: {err}") from None
+        os.replace(tmp + ".model", tmp)
+        os.remove(tmp + ".vocab")
+
+
+def _train(sentences: Iterable[str], vocab_size: int, prefix: str, max_sentences: int) -> None:
+    """sentencepiece writes ``prefix.model`` and ``prefix.vocab``."""
+    spm.SentencePieceTrainer.Train(
+        sentence_iterator=iter(sentences),
+        model_prefix=prefix,
+        vocab_size=vocab_size,
+        model_type="unigram",
+        character_coverage=1.0,
+        input_sentence_size=max_sentences,
+        shuffle_input_sentence=True,
+        # fairseq's dictionary adds its own specials; keep spm's out of the text
+        bos_id=-1,
+        eos_id=-1,
+        unk_id=0,
+        minloglevel=2,
+    )

@@ -21,6 +21,7 @@ PATCH="$ROOT/scripts/patches/fairseq-${FAIRSEQ_VERSION}-py311.patch"
 RUNTIME_PACKAGES=(
   "hydra-core==1.3.2" "omegaconf==2.3.0" "sentencepiece" "nltk" "bitarray"
   "sacrebleu>=1.4.12" "regex" "cffi" "tqdm" "pytest"
+  "scikit-learn" "scipy" "tensorboardX"
 )
 
 log() { echo "[install] $*"; }
@@ -43,7 +44,7 @@ STAMP="$VENV/.segatron-install"
 WANT="$(stamp_inputs)"
 
 if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$WANT" ]] &&
-   "$VENV/bin/python" -c "import fairseq, segatron_fairseq" 2>/dev/null; then
+   "$VENV/bin/python" -c "import fairseq, segatron_fairseq, segatron_preprocess" 2>/dev/null; then
   log "up to date ($VENV)"
   exit 0
 fi
@@ -96,7 +97,7 @@ TORCH_INSTALLED="$("$VENV/bin/python" -c 'import torch; print(torch.__version__)
 log "installing segatron_fairseq (editable)"
 "${PIP[@]}" install -q --no-deps --no-build-isolation -e "$ROOT"
 
-"$VENV/bin/python" -c "import fairseq, segatron_fairseq, fairseq.data.data_utils_fast, fairseq.data.token_block_utils_fast" ||
+"$VENV/bin/python" -c "import fairseq, segatron_fairseq, segatron_preprocess, fairseq.data.data_utils_fast, fairseq.data.token_block_utils_fast" ||
   die "the installed packages do not import"
 echo "$WANT" > "$STAMP"
 log "done: fairseq $("$VENV/bin/python" -c 'import fairseq; print(fairseq.__version__)'), torch $TORCH_INSTALLED in $VENV"

@@ -3,4 +3,8 @@
 Importing it registers the plugin's tasks, models, architectures and
 criterions with fairseq's registries.
 """
-from . import criterions, models, tasks  # noqa: F401
+import os
+
+PLUGIN_DIR = os.path.dirname(os.path.abspath(__file__))  # what --user-dir and common.user_dir take
+
+from . import criterions, models, tasks  # noqa: E402,F401

@@ -10,7 +10,6 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PLUGIN_DIR = ROOT / "segatron_fairseq"
 BIN = Path(sys.executable).parent
-SHARED_DATA = ROOT.parent / "shared" / "data"
 
 
 def run_cli(name, *args, cwd=None, expect_ok=True):

@@ -69,7 +69,7 @@ def test_given_srcdict_tokens_equal_fairseq(wikitext, tmp_path):
     tmp, *_ = wikitext
     run_cli("segatron-preprocess", "--input-format", "wikitext", "--validpref", tmp / "valid.txt",
             "--srcdict", tmp / "fairseq" / "dict.txt", "--destdir", tmp_path,
-            "--sentence-splitter", tmp / "ours" / "punkt.json")
+            "--sentence-splitter", tmp / "ours" / "punkt_tab")
     for name in ["valid.bin", "valid.idx"]:
         assert (tmp_path / name).read_bytes() == (tmp / "fairseq" / name).read_bytes()
 
@@ -125,17 +125,16 @@ def test_one_worker_and_two_workers_write_the_same(wikitext, tmp_path):
     tmp, *_ = wikitext
     run_cli("segatron-preprocess", "--input-format", "wikitext", "--trainpref", tmp / "train.txt",
             "--validpref", tmp / "valid.txt", "--destdir", tmp_path, "--workers", 1,
-            "--sentence-splitter", tmp / "ours" / "punkt.json")
+            "--sentence-splitter", tmp / "ours" / "punkt_tab")
     for name in DATASET_FILES:
         assert (tmp_path / name).read_bytes() == (tmp / "ours" / name).read_bytes(), name
 
 
 def test_workers_run_in_separate_processes(tmp_path):
-    from preprocess import cli
-    from preprocess.binarize import Job
+    from segatron_preprocess.jobs import Job, run_jobs
 
     jobs = [Job("x", "lines", i, i + 1, None) for i in range(4)]
-    pids = set(pid for pid in cli._run_jobs(jobs, _report_pid, 2, "test"))
+    pids = set(pid for pid in run_jobs(jobs, _report_pid, 2, "test"))
     assert len(pids) == 2 and os.getpid() not in pids
 
 
@@ -146,12 +145,19 @@ def _report_pid(job):
     return job, os.getpid()
 
 
+def _punkt_params(path):
+    from segatron_preprocess import sentences
+
+    params = sentences.load(str(path))._params
+    return (params.abbrev_types, params.collocations, params.sent_starters, dict(params.ortho_context))
+
+
 def test_punkt_model_is_saved_and_reused(wikitext, tmp_path):
     tmp, *_ = wikitext
     dest = tmp_path / "bin"
     run_cli("segatron-preprocess", "--input-format", "wikitext", "--trainpref", tmp / "train.txt",
             "--destdir", dest, "--sentence-splitter", "punkt-trained")
-    assert (dest / "punkt.json").read_text() == (tmp / "ours" / "punkt.json").read_text()
+    assert (dest / "punkt.json").read_text() == (tmp / "ours" / "punkt_tab").read_text()
     out = run_cli("segatron-preprocess", "--input-format", "wikitext", "--validpref", tmp / "valid.txt",
                   "--destdir", dest)
     assert "reused" in out
@@ -197,13 +203,13 @@ def test_sentencepiece_token_indexes_count_subwords(tmp_path):
     # an existing model through --bpe-model gives the same datasets, and is kept next to them
     run_cli("segatron-preprocess", "--input-format", "lines", "--trainpref", tmp_path / "train.txt",
             "--destdir", tmp_path / "again", "--bpe", "sentencepiece", "--bpe-model",
-            tmp_path / "bin" / "sentencepiece.model", "--sentence-splitter", tmp_path / "bin" / "punkt.json")
+            tmp_path / "bin" / "sentencepiece.model", "--sentence-splitter", tmp_path / "bin" / "punkt_tab")
     for name in ("dict.txt", "train.bin", "train.token.bin", "train.sentence.bin", "sentencepiece.model"):
         assert (tmp_path / "again" / name).read_bytes() == (tmp_path / "bin" / name).read_bytes(), name
 
 
 def test_pretrained_punkt_is_used_when_installed_and_refused_clearly_when_not(tmp_path):
-    from preprocess import sentences
+    from segatron_preprocess import sentences
 
     write_lines(tmp_path / "train.txt", make_documents(3, seed=1))
     args = ["--input-format", "lines", "--trainpref", tmp_path / "train.txt", "--destdir", tmp_path / "bin",
@@ -253,7 +259,7 @@ def test_bad_srcdict_and_different_existing_dictionary(wikitext, tmp_path):
     dest.mkdir()
     (dest / "dict.txt").write_text("alpha 5\nbeta 3\n")
     out = _preprocess_error("--input-format", "wikitext", "--trainpref", tmp / "train.txt", "--destdir", dest,
-                            "--sentence-splitter", tmp / "ours" / "punkt.json")
+                            "--sentence-splitter", tmp / "ours" / "punkt_tab")
     assert "holds a different dictionary" in out and str(dest / "dict.txt") in out
     assert sorted(os.listdir(dest)) == ["dict.txt"]  # nothing written next to it
 
@@ -266,7 +272,7 @@ def test_failed_split_leaves_no_dataset_and_no_temporary_files(wikitext, tmp_pat
     dest = tmp_path / "bin"
     _preprocess_error("--input-format", "wikitext", "--trainpref", tmp / "train.txt", "--validpref", bad,
                       "--destdir", dest, "--workers", 2, "--chunk-bytes", 1000,
-                      "--sentence-splitter", tmp / "ours" / "punkt.json")
+                      "--sentence-splitter", tmp / "ours" / "punkt_tab")
     names = sorted(os.listdir(dest))
     assert not [n for n in names if n.startswith("valid")], names
     assert not [n for n in names if n.startswith(".")], names

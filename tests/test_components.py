@@ -1,5 +1,5 @@
 """The listing printed by scripts/demo.sh reads fairseq's registries."""
-from segatron_fairseq.components import plugin_components
+from segatron_fairseq.cli.components import plugin_components
 
 
 def test_listing_contains_only_plugin_entries():

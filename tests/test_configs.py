@@ -1,4 +1,5 @@
 """Hydra configs: the WikiText-103 configs carry the paper's settings; a tiny one trains."""
+import argparse
 import re
 
 import pytest
@@ -8,18 +9,9 @@ from omegaconf import OmegaConf
 
 from conftest import PLUGIN_DIR, ROOT, run_cli
 from corpus import make_documents, write_lines, write_wikitext
+from segatron_fairseq.models.segatron_xl_presets import MODEL_PRESETS, SEGMENT_PARTS, TRAINING_PRESETS
 
 CONFIG_DIR = str(ROOT / "segatron_fairseq" / "config")
-
-PAPER = {  # ../shared/notes/reference-implementations.md
-    "base": dict(decoder_layers=16, decoder_embed_dim=410, decoder_attention_heads=10, decoder_head_dim=41,
-                 decoder_ffn_embed_dim=2100, dropout=0.1, attention_dropout=0.0, mem_len=150,
-                 adaptive_softmax_factor=1.0, tgt_len=150, batch_size=64, max_update=200000, warmup=0),
-    "large": dict(decoder_layers=18, decoder_embed_dim=1024, decoder_attention_heads=16, decoder_head_dim=64,
-                  decoder_ffn_embed_dim=4096, dropout=0.2, attention_dropout=0.2, mem_len=384,
-                  adaptive_softmax_factor=4.0, tgt_len=384, batch_size=128, max_update=350000, warmup=16000),
-}
-
 
 @pytest.mark.parametrize("size", ["base", "large"])
 @pytest.mark.parametrize("model", ["segatron_xl", "transformer_xl"])
@@ -32,18 +24,31 @@ def test_wt103_configs_compose_with_paper_settings(size, model):
         cfg = compose(config_name=f"{model}_wt103_{size}", overrides=["task.data=/data"])
     cfg = OmegaConf.merge(OmegaConf.structured(FairseqConfig), cfg)
     add_defaults(cfg)
-    expected = PAPER[size]
+    for key, value in {**MODEL_PRESETS[f"wt103_{size}"], **SEGMENT_PARTS[model]}.items():
+        assert cfg.model[key] == value, key
+    for key, value in TRAINING_PRESETS[f"wt103_{size}"].items():
+        found = OmegaConf.select(cfg, key)
+        assert (list(found) if isinstance(value, list) else found) == value, key
+
+
+@pytest.mark.parametrize("arch,preset,model", [("segatron_xl_wt103_base", "wt103_base", "segatron_xl"),
+                                               ("transformer_xl_wt103_base", "wt103_base", "transformer_xl"),
+                                               ("segatron_xl_wt103_large", "wt103_large", "segatron_xl"),
+                                               ("transformer_xl_tiny", "tiny", "transformer_xl")])
+def test_architectures_apply_their_preset(arch, preset, model):
+    """--arch NAME gives the preset's fields (and the model's segment parts); the config's defaults are the
+    WikiText-103 base preset."""
+    from fairseq.models import ARCH_CONFIG_REGISTRY
+    from segatron_fairseq.models.segatron_xl import SegatronXLConfig
+
+    args = argparse.Namespace()
+    ARCH_CONFIG_REGISTRY[arch](args)
+    for key, value in {**MODEL_PRESETS[preset], **SEGMENT_PARTS[model]}.items():
+        assert getattr(args, key) == value, key
+    defaults = SegatronXLConfig()
     for key in ("decoder_layers", "decoder_embed_dim", "decoder_attention_heads", "decoder_head_dim",
-                "decoder_ffn_embed_dim", "dropout", "attention_dropout", "mem_len", "adaptive_softmax_factor"):
-        assert cfg.model[key] == expected[key], key
-    assert cfg.model.adaptive_softmax_cutoff == "20000,40000,200000"
-    assert cfg.model.tie_adaptive_weights and cfg.model.tie_adaptive_proj
-    assert cfg.model.no_sentence_part == cfg.model.no_paragraph_part == (model == "transformer_xl")
-    assert cfg.task.tgt_len == expected["tgt_len"] and cfg.dataset.batch_size == expected["batch_size"]
-    assert cfg.optimization.max_update == expected["max_update"]
-    assert list(cfg.optimization.lr) == [0.00025] and cfg.optimization.clip_norm == 0.25
-    assert cfg.lr_scheduler._name == "cosine" and cfg.lr_scheduler.warmup_updates == expected["warmup"]
-    assert cfg.common.fp16 and cfg.criterion._name == "segatron_lm_loss"
+                "decoder_ffn_embed_dim", "dropout", "attention_dropout", "mem_len", "clamp_len"):
+        assert getattr(defaults, key) == MODEL_PRESETS["wt103_base"][key], key
 
 
 def test_tiny_segatron_config_trains_with_hydra(tmp_path):
@@ -210,10 +215,10 @@ def test_wt103_configs_train_at_their_shapes(size, model, wt103_sized_corpus, tm
     state = torch.load(tmp_path / "ckpt" / "checkpoint_last.pt", map_location="cpu", weights_only=False)
     cfg = state["cfg"]
     assert state["optimizer_history"][-1]["num_updates"] == 2
-    expected = PAPER[size]
-    assert cfg["dataset"]["batch_size"] == expected["batch_size"] and cfg["task"]["tgt_len"] == expected["tgt_len"]
-    assert cfg["model"]["mem_len"] == expected["mem_len"]
-    assert cfg["model"]["adaptive_softmax_factor"] == expected["adaptive_softmax_factor"]
-    assert cfg["model"]["adaptive_softmax_cutoff"] == "20000,40000,200000"
+    training, preset = TRAINING_PRESETS[f"wt103_{size}"], MODEL_PRESETS[f"wt103_{size}"]
+    assert cfg["dataset"]["batch_size"] == training["dataset.batch_size"]
+    assert cfg["task"]["tgt_len"] == training["task.tgt_len"]
+    for key in ("mem_len", "adaptive_softmax_factor", "adaptive_softmax_cutoff"):
+        assert cfg["model"][key] == preset[key], key
     bands = [state["model"][f"decoder.embed_tokens.embeddings.{k}.0.weight"].shape[0] for k in range(4)]
     assert bands == [20000, 20000, 160000, WT103_VOCAB - 200000]

@@ -53,3 +53,16 @@ def test_old_destination_is_reused_for_a_new_split(tmp_path):
         assert filecmp.cmp(OLD / name, dest / name, shallow=False), name
     assert np.array_equal(np.fromfile(OLD / "train.bin", dtype=np.uint8), np.fromfile(dest / "train.bin",
                                                                                       dtype=np.uint8))
+
+
+def test_old_checkpoint_loads_and_scores_as_before(monkeypatch):
+    """A pre-norm Segatron-XL checkpoint of 0.1.0 (its attention LayerNorm was
+    ``layers.N.attention.layer_norm``, now ``layers.N.attention_norm``, renamed by
+    ``upgrade_state_dict_named``) gives the per-token losses 0.1.0 computed."""
+    from segatron_fairseq.token_losses import read_stream, token_losses
+
+    monkeypatch.chdir(DATA.parent.parent)  # the checkpoint names its data relative to the repository
+    tokens, sentence_start, paragraph_start = read_stream(str(OLD / "valid"))
+    losses = token_losses(str(DATA / "segatron_xl_prenorm-0.1.0.pt"), tokens, sentence_start, paragraph_start, 16)
+    expected = np.load(DATA / "segatron_xl_prenorm-0.1.0.valid-losses.npy")
+    np.testing.assert_allclose(losses, expected, rtol=0, atol=1e-5)

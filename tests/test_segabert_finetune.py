@@ -6,12 +6,7 @@ import numpy as np
 import pytest
 
 from conftest import PLUGIN_DIR, run_cli
-from segatron_fairseq.criterions.sentence_prediction_metrics import (
-    f1_score,
-    matthews_correlation,
-    pearson,
-    spearman,
-)
+from segatron_fairseq.glue_metrics import f1, matthews, pearson, spearman
 from segatron_fairseq.data.glue_tsv import GLUE_TASKS, read_tsv
 from segatron_fairseq.data.sentence_prediction_dataset import segment_layout
 
@@ -36,14 +31,17 @@ def test_truncation_shortens_the_longest_text():
 def test_metrics_on_hand_computed_cases():
     p, t = np.array([1, 1, 0, 0, 1]), np.array([1, 0, 0, 1, 1])
     # tp=2 fp=1 fn=1 tn=1
-    assert f1_score(p, t) == pytest.approx(2 * 2 / (2 * 2 + 1 + 1))
-    assert matthews_correlation(p, t) == pytest.approx((2 * 1 - 1 * 1) / np.sqrt(3 * 3 * 2 * 2))
+    assert f1(p, t) == pytest.approx(2 * 2 / (2 * 2 + 1 + 1))
+    assert matthews(p, t) == pytest.approx((2 * 1 - 1 * 1) / np.sqrt(3 * 3 * 2 * 2))
     x, y = np.array([1.0, 2.0, 3.0, 4.0]), np.array([2.0, 4.0, 5.0, 9.0])
     expected = np.corrcoef(x, y)[0, 1]
     assert pearson(x, y) == pytest.approx(expected)
     assert spearman(x, np.array([10.0, 20.0, 30.0, 1000.0])) == pytest.approx(1.0)
     # ties take average ranks: ranks of [1, 2, 2, 3] are [0, 1.5, 1.5, 3]
     assert spearman(np.array([1.0, 2.0, 2.0, 3.0]), np.array([0.0, 1.5, 1.5, 3.0])) == pytest.approx(1.0)
+    # degenerate cases report 0, not NaN: no positive prediction, a constant series
+    assert f1(np.zeros(4), np.array([0, 1, 0, 1])) == 0.0 and matthews(np.zeros(4), np.array([0, 1, 0, 1])) == 0.0
+    assert pearson(np.ones(4), x) == 0.0 and spearman(x, np.ones(4)) == 0.0
 
 
 def test_glue_presets_read_their_files(tmp_path):

@@ -48,14 +48,13 @@ def boundaries_between(flags, j, i):
 
 
 def reference_scores(attention, window, seq_len, positions, flags, u, v, part_dims, clamp_len, origin="query"):
-    """(H, T, K) scores of one row, pair by pair. ``positions``: stream position of each key.
+    """(H, T, K) scores of one row, pair by pair. ``positions``: stream position of each key;
+    ``window``: the attention's input (with pre-norm, the layer has normalized it already).
 
     origin "query": segment distances between key j and query i (Eq. 3); "window_end":
     the authors' code, between key j + (K-1-i) and the window's last token."""
     keys, d = window.shape
     heads, head_dim = attention.num_heads, attention.head_dim
-    if attention.pre_norm:
-        window = attention.layer_norm(window)
     w_q, w_k, _ = attention.qkv.weight.chunk(3, dim=0)
     w_r = attention.r_proj.weight  # (H*dh, d): W_R over the concatenated R
     scores = torch.full((heads, seq_len, keys), float("nan"), dtype=torch.float64)
@@ -180,7 +179,7 @@ def test_scores_gradients_match_finite_differences(origin):
     distances = SegmentDistances(decoder.part_dims, 5 + SEQ, -1, torch.float64, torch.device("cpu"),
                                  query_counters={p: c[:, 5:] for p, c in counters.items()},
                                  key_counters=counters, origin=origin)
-    assert origin == "window_end" or distances.key_states.sum(1).eq(1).all()  # each key in one state
+    assert origin == "window_end" or distances.key_runs.sum(1).eq(1).all()  # each key in one run
     r_weight = attention.r_proj.weight.detach().clone().requires_grad_()
     del attention.r_proj.weight
     attention.r_proj.weight = r_weight  # a plain tensor, so gradcheck can vary it

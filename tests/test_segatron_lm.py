@@ -1,5 +1,4 @@
 """segatron_lm task + Segatron-XL: stream batching, counters, memory, train/eval-lm/resume/distributed."""
-import importlib.util
 import re
 from pathlib import Path
 
@@ -11,7 +10,6 @@ from conftest import PLUGIN_DIR, free_port, run_cli
 from corpus import make_documents, write_wikitext
 from segatron_fairseq.data import SegmentIndexedDataset, SegmentStreamDataset
 
-SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
 TRAIN = ["--user-dir", PLUGIN_DIR, "--task", "segatron_lm", "--criterion", "segatron_lm_loss",
          "--optimizer", "adam", "--lr", 2e-3, "--no-epoch-checkpoints", "--log-format", "simple",
          "--log-interval", 1, "--cpu", "--seed", 3]
@@ -103,13 +101,11 @@ def _eval_lm_loss(out):
 
 
 def sequential_loss(checkpoint, corpus_prefix, tgt_len):
-    """Independent evaluation (scripts/loss_by_boundary.py): one row, the split read item by item,
+    """Independent evaluation (segatron_fairseq.token_losses): one row, the split read item by item,
     fed in order -> (tokens, mean loss in bits)."""
-    spec = importlib.util.spec_from_file_location("loss_by_boundary", SCRIPTS / "loss_by_boundary.py")
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
-    stream = script.read_stream(str(corpus_prefix))
-    losses = script.token_losses(str(checkpoint), *stream, tgt_len)
+    from segatron_fairseq.token_losses import read_stream, token_losses
+
+    losses = token_losses(str(checkpoint), *read_stream(str(corpus_prefix)), tgt_len)
     return len(losses), losses.mean() / np.log(2)
 
 

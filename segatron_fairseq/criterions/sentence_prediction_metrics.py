@@ -1,8 +1,7 @@
 """Criterion ``sentence_prediction_metrics``: fairseq's sentence_prediction
 loss, plus the GLUE metrics the task asks for over the whole validation set
-(accuracy, F1 of label 1, Matthews correlation, Pearson, Spearman)."""
-import math
-
+(accuracy, F1 of label 1, Matthews correlation, Pearson, Spearman; see
+``glue_metrics``)."""
 import numpy as np
 import torch
 from fairseq import metrics
@@ -10,48 +9,7 @@ from fairseq.criterions import register_criterion
 from fairseq.criterions.sentence_prediction import SentencePredictionConfig, SentencePredictionCriterion
 from fairseq.logging.meters import Meter
 
-
-def f1_score(predictions, targets) -> float:
-    tp = np.sum((predictions == 1) & (targets == 1))
-    fp = np.sum((predictions == 1) & (targets != 1))
-    fn = np.sum((predictions != 1) & (targets == 1))
-    return 0.0 if tp == 0 else float(2 * tp / (2 * tp + fp + fn))
-
-
-def matthews_correlation(predictions, targets) -> float:
-    tp = np.sum((predictions == 1) & (targets == 1))
-    tn = np.sum((predictions != 1) & (targets != 1))
-    fp = np.sum((predictions == 1) & (targets != 1))
-    fn = np.sum((predictions != 1) & (targets == 1))
-    denominator = math.sqrt(float((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn)))
-    return 0.0 if denominator == 0 else float((tp * tn - fp * fn) / denominator)
-
-
-def pearson(predictions, targets) -> float:
-    x, y = predictions - predictions.mean(), targets - targets.mean()
-    denominator = math.sqrt(float((x * x).sum() * (y * y).sum()))
-    return 0.0 if denominator == 0 else float((x * y).sum() / denominator)
-
-
-def _ranks(values):
-    """Ranks with ties averaged."""
-    order = np.argsort(values, kind="mergesort")
-    ranks = np.empty(len(values), dtype=np.float64)
-    sorted_values = values[order]
-    start = 0
-    for end in range(1, len(values) + 1):
-        if end == len(values) or sorted_values[end] != sorted_values[start]:
-            ranks[order[start:end]] = (start + end - 1) / 2.0
-            start = end
-    return ranks
-
-
-def spearman(predictions, targets) -> float:
-    return pearson(_ranks(predictions), _ranks(targets))
-
-
-SCORES = {"accuracy": lambda p, t: float(np.mean(p == t)), "f1": f1_score, "mcc": matthews_correlation,
-          "pearson": pearson, "spearman": spearman}
+from segatron_fairseq.glue_metrics import METRICS
 
 
 class PredictionMeter(Meter):
@@ -79,7 +37,7 @@ class PredictionMeter(Meter):
     def smoothed_value(self) -> float:
         if not self.predictions:
             return 0.0
-        value = SCORES[self.metric](np.asarray(self.predictions), np.asarray(self.targets))
+        value = METRICS[self.metric](np.asarray(self.predictions), np.asarray(self.targets))
         return round(100 * value, 2)
 
 

@@ -25,7 +25,9 @@ import numpy as np
 import torch
 from fairseq.data import FairseqDataset
 
-from .segment_indexed_dataset import INDEX_NAMES, SegmentIndexedDataset
+from segatron_preprocess.corpus_format import INDEX_NAMES, document_starts, sentence_starts
+
+from .segment_indexed_dataset import SegmentIndexedDataset
 
 
 class SentenceTable:
@@ -38,7 +40,7 @@ class SentenceTable:
         sentence_index = corpus.index_array("sentence")
         paragraph_index = corpus.index_array("paragraph")
         eos_positions = np.flatnonzero(tokens == eos)
-        starts = np.flatnonzero(token_index == 0)
+        starts = np.flatnonzero(sentence_starts(token_index))
         starts = starts[tokens[starts] != eos]
         if len(starts) == 0:
             raise ValueError(f"{corpus.prefix}: no sentences found")
@@ -46,7 +48,7 @@ class SentenceTable:
         eos_inside = np.searchsorted(eos_positions, stops) - np.searchsorted(eos_positions, starts)
         self.starts, self.stops = starts, stops
         self.lengths = (stops - starts - eos_inside).astype(np.int64)
-        first_of_document = (sentence_index[starts] == 0) & (paragraph_index[starts] == 0)
+        first_of_document = document_starts(token_index[starts], sentence_index[starts], paragraph_index[starts])
         first_of_document[0] = True
         self.document = np.cumsum(first_of_document) - 1
         self.document_first = np.flatnonzero(first_of_document)

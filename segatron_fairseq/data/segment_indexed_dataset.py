@@ -2,8 +2,8 @@
 
 For a split prefix ``DIR/train``: ``train.bin/.idx`` (token ids, fairseq's
 MMapIndexedDataset) and ``train.paragraph``, ``train.sentence``,
-``train.token`` (uint16 indexes, one per token; see ``preprocess/indexer.py``
-for their semantics).
+``train.token`` (uint16 indexes, one per token): the format of
+``segatron_preprocess.corpus_format``, which also says what the indexes mean.
 """
 import os
 from typing import NamedTuple
@@ -12,8 +12,7 @@ import numpy as np
 import torch
 from fairseq.data import FairseqDataset
 from fairseq.data.indexed_dataset import MMapIndexedDataset, data_file_path, index_file_path
-
-INDEX_NAMES = ("paragraph", "sentence", "token")
+from segatron_preprocess.corpus_format import INDEX_NAMES, dataset_prefixes, document_starts, index_prefix
 
 
 class SegmentItem(NamedTuple):
@@ -42,9 +41,9 @@ class SegmentIndexedDataset(FairseqDataset):
     def __init__(self, prefix: str):
         self.prefix = prefix
         self.tokens = _open(prefix)
-        self.indexes = {name: _open(f"{prefix}.{name}") for name in INDEX_NAMES}
+        self.indexes = {name: _open(index_prefix(prefix, name)) for name in INDEX_NAMES}
         for name, dataset in self.indexes.items():
-            other = f"{prefix}.{name}"
+            other = index_prefix(prefix, name)
             if len(dataset) != len(self.tokens):
                 raise ValueError(
                     f"{index_file_path(other)} has {len(dataset)} items but {index_file_path(prefix)} has "
@@ -59,7 +58,7 @@ class SegmentIndexedDataset(FairseqDataset):
 
     @staticmethod
     def exists(prefix: str) -> bool:
-        return all(MMapIndexedDataset.exists(p) for p in [prefix] + [f"{prefix}.{n}" for n in INDEX_NAMES])
+        return all(MMapIndexedDataset.exists(p) for p in dataset_prefixes(prefix))
 
     def __getitem__(self, index: int) -> SegmentItem:
         return SegmentItem(
@@ -92,7 +91,5 @@ class SegmentIndexedDataset(FairseqDataset):
         """Item numbers whose first token starts a document (all indexes 0)."""
         nonempty = np.flatnonzero(self.sizes > 0)
         first = (np.cumsum(self.sizes) - self.sizes)[nonempty]
-        starts = np.ones(len(nonempty), dtype=bool)
-        for name in INDEX_NAMES:
-            starts &= self.index_array(name)[first] == 0
+        starts = document_starts(*(self.index_array(name)[first] for name in ("token", "sentence", "paragraph")))
         return nonempty[starts]

@@ -13,6 +13,7 @@ import math
 import numpy as np
 import torch
 from fairseq.data import FairseqDataset
+from segatron_preprocess.corpus_format import paragraph_starts, sentence_starts
 
 from .segment_indexed_dataset import SegmentIndexedDataset
 
@@ -47,13 +48,13 @@ class SegmentStreamDataset(FairseqDataset):
         tokens = self.tokens[lo:stop - 1].astype(np.int64)
         token_index = self.token_index[lo:stop - 1]
         sentence_index = self.sentence_index[lo:stop - 1]
-        sentence_starts = token_index == 0
-        paragraph_starts = sentence_starts & (sentence_index == 0)
+        sentences = sentence_starts(token_index)
+        paragraphs = paragraph_starts(token_index, sentence_index)
         if start == 0:
             tokens = np.concatenate([[self.eos], tokens])
-            sentence_starts = np.concatenate([[True], sentence_starts])
-            paragraph_starts = np.concatenate([[True], paragraph_starts])
-        return tokens, sentence_starts, paragraph_starts
+            sentences = np.concatenate([[True], sentences])
+            paragraphs = np.concatenate([[True], paragraphs])
+        return tokens, sentences, paragraphs
 
     def _target(self, start: int, stop: int) -> np.ndarray:
         stop = min(stop, self.num_tokens_total)

@@ -19,7 +19,8 @@ from fairseq.modules.transformer_sentence_encoder import init_bert_params
 from fairseq.utils import safe_getattr
 from torch import nn
 
-SEGMENT_TABLES = ("paragraph", "sentence", "token")
+# rows of the paragraph / sentence / token index tables (the paper's 50 / 100 / 256)
+SEGMENT_TABLE_SIZES = {"paragraph": 50, "sentence": 100, "token": 256}
 
 
 class SegaBERTEncoder(RobertaEncoder):
@@ -29,7 +30,7 @@ class SegaBERTEncoder(RobertaEncoder):
         self.segment_embeddings = nn.ModuleDict()
         if self.segment_positions:
             dim = args.encoder_embed_dim
-            for name in SEGMENT_TABLES:
+            for name in SEGMENT_TABLE_SIZES:
                 table = nn.Embedding(getattr(args, f"max_{name}_index"), dim)
                 init_bert_params(table)
                 self.segment_embeddings[name] = table
@@ -65,9 +66,8 @@ class SegaBERTModel(RobertaModel):
     @staticmethod
     def add_args(parser):
         RobertaModel.add_args(parser)
-        parser.add_argument("--max-paragraph-index", type=int, help="paragraph index table size (50)")
-        parser.add_argument("--max-sentence-index", type=int, help="sentence index table size (100)")
-        parser.add_argument("--max-token-index", type=int, help="token index table size (256)")
+        for name, size in SEGMENT_TABLE_SIZES.items():
+            parser.add_argument(f"--max-{name}-index", type=int, help=f"{name} index table size ({size})")
         parser.add_argument("--no-segment-positions", action="store_true", default=None,
                             help="BERT: learned absolute positions instead of the index tables")
 
@@ -82,9 +82,8 @@ class SegaBERTModel(RobertaModel):
 def _segment_defaults(args, segment_positions: bool):
     if safe_getattr(args, "no_segment_positions", None) is None:
         args.no_segment_positions = not segment_positions
-    args.max_paragraph_index = safe_getattr(args, "max_paragraph_index", 50)
-    args.max_sentence_index = safe_getattr(args, "max_sentence_index", 100)
-    args.max_token_index = safe_getattr(args, "max_token_index", 256)
+    for name, size in SEGMENT_TABLE_SIZES.items():
+        setattr(args, f"max_{name}_index", safe_getattr(args, f"max_{name}_index", size))
     # SegaBERT replaces absolute positions by the token index within the sentence
     args.no_token_positional_embeddings = not args.no_segment_positions
 

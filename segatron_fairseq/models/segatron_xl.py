@@ -22,23 +22,28 @@ from fairseq.models import FairseqDecoder, FairseqLanguageModel, register_model,
 from fairseq.modules import AdaptiveInput, AdaptiveSoftmax
 from torch import Tensor, nn
 
+from segatron_fairseq.models.segatron_xl_presets import MODEL_PRESETS, SEGMENT_PARTS
 from segatron_fairseq.modules import ORIGINS, SegatronXLLayer, SegmentDistances, segment_part_dims
 
 logger = logging.getLogger(__name__)
+_BASE = MODEL_PRESETS["wt103_base"]
 
 
 @dataclass
 class SegatronXLConfig(FairseqDataclass):
-    decoder_layers: int = field(default=16, metadata={"help": "number of layers"})
-    decoder_embed_dim: int = field(default=410, metadata={"help": "model width d"})
-    decoder_attention_heads: int = field(default=10, metadata={"help": "attention heads"})
-    decoder_head_dim: int = field(default=41, metadata={"help": "width of one head"})
-    decoder_ffn_embed_dim: int = field(default=2100, metadata={"help": "feed-forward inner width"})
-    dropout: float = field(default=0.1, metadata={"help": "dropout"})
-    attention_dropout: float = field(default=0.0, metadata={"help": "dropout on attention probabilities"})
+    # defaults: the WikiText-103 base model (segatron_xl_presets)
+    decoder_layers: int = field(default=_BASE["decoder_layers"], metadata={"help": "number of layers"})
+    decoder_embed_dim: int = field(default=_BASE["decoder_embed_dim"], metadata={"help": "model width d"})
+    decoder_attention_heads: int = field(default=_BASE["decoder_attention_heads"], metadata={"help": "attention heads"})
+    decoder_head_dim: int = field(default=_BASE["decoder_head_dim"], metadata={"help": "width of one head"})
+    decoder_ffn_embed_dim: int = field(default=_BASE["decoder_ffn_embed_dim"],
+                                       metadata={"help": "feed-forward inner width"})
+    dropout: float = field(default=_BASE["dropout"], metadata={"help": "dropout"})
+    attention_dropout: float = field(default=_BASE["attention_dropout"],
+                                     metadata={"help": "dropout on attention probabilities"})
     pre_norm: bool = field(default=False, metadata={"help": "LayerNorm before each sub-layer"})
-    mem_len: int = field(default=150, metadata={"help": "segments of memory kept, in tokens"})
-    clamp_len: int = field(default=-1, metadata={"help": "clamp token distances to this (-1: no clamp)"})
+    mem_len: int = field(default=_BASE["mem_len"], metadata={"help": "segments of memory kept, in tokens"})
+    clamp_len: int = field(default=_BASE["clamp_len"], metadata={"help": "clamp token distances to this (-1: no clamp)"})
     share_position_biases: bool = field(
         default=False, metadata={"help": "one u, v pair for all layers (default: one per layer)"}
     )
@@ -212,6 +217,15 @@ class SegatronXLDecoder(FairseqDecoder):
     def max_positions(self):
         return self.cfg.max_target_positions
 
+    def upgrade_state_dict_named(self, state_dict, name):
+        """Checkpoints of 0.1.0 kept each layer's attention LayerNorm inside the
+        attention (``layers.N.attention.layer_norm``); the layer owns it now
+        (``layers.N.attention_norm``)."""
+        prefix = f"{name}.layers." if name else "layers."
+        for key in [k for k in state_dict if k.startswith(prefix) and ".attention.layer_norm." in k]:
+            state_dict[key.replace(".attention.layer_norm.", ".attention_norm.")] = state_dict.pop(key)
+        return state_dict
+
 
 @register_model("segatron_xl", dataclass=SegatronXLConfig)
 class SegatronXLModel(FairseqLanguageModel):
@@ -245,42 +259,37 @@ def _set(cfg, **defaults):
             setattr(cfg, name, value)
 
 
-def _wt103_base(cfg):
-    _set(cfg, decoder_layers=16, decoder_embed_dim=410, decoder_attention_heads=10, decoder_head_dim=41,
-         decoder_ffn_embed_dim=2100, dropout=0.1, attention_dropout=0.0, mem_len=150, clamp_len=-1,
-         adaptive_softmax_cutoff="20000,40000,200000", adaptive_softmax_factor=1.0, adaptive_input=True,
-         tie_adaptive_weights=True, tie_adaptive_proj=True)
+def _apply(cfg, model: str, preset: str) -> None:
+    """``preset``'s fields where the user gave none; Transformer-XL always
+    without segment parts."""
+    if model == "transformer_xl":
+        for name, value in SEGMENT_PARTS[model].items():
+            setattr(cfg, name, value)
+    else:
+        _set(cfg, **SEGMENT_PARTS[model])
+    _set(cfg, **MODEL_PRESETS[preset])
 
 
 @register_model_architecture("segatron_xl", "segatron_xl_wt103_base")
 def segatron_xl_wt103_base(cfg):
-    _set(cfg, no_sentence_part=False, no_paragraph_part=False)
-    _wt103_base(cfg)
+    _apply(cfg, "segatron_xl", "wt103_base")
 
 
 @register_model_architecture("segatron_xl", "transformer_xl_wt103_base")
 def transformer_xl_wt103_base(cfg):
-    cfg.no_sentence_part, cfg.no_paragraph_part = True, True
-    _wt103_base(cfg)
+    _apply(cfg, "transformer_xl", "wt103_base")
 
 
 @register_model_architecture("segatron_xl", "segatron_xl_wt103_large")
 def segatron_xl_wt103_large(cfg):
-    _set(cfg, decoder_layers=18, decoder_embed_dim=1024, decoder_attention_heads=16, decoder_head_dim=64,
-         decoder_ffn_embed_dim=4096, dropout=0.2, attention_dropout=0.2, mem_len=384, clamp_len=-1,
-         adaptive_softmax_cutoff="20000,40000,200000", adaptive_softmax_factor=4.0, adaptive_input=True,
-         tie_adaptive_weights=True, tie_adaptive_proj=True, no_sentence_part=False, no_paragraph_part=False)
+    _apply(cfg, "segatron_xl", "wt103_large")
 
 
 @register_model_architecture("segatron_xl", "segatron_xl_tiny")
 def segatron_xl_tiny(cfg):
-    _set(cfg, decoder_layers=2, decoder_embed_dim=48, decoder_attention_heads=4, decoder_head_dim=12,
-         decoder_ffn_embed_dim=96, dropout=0.1, attention_dropout=0.0, mem_len=32, clamp_len=-1,
-         no_sentence_part=False, no_paragraph_part=False)
+    _apply(cfg, "segatron_xl", "tiny")
 
 
 @register_model_architecture("segatron_xl", "transformer_xl_tiny")
 def transformer_xl_tiny(cfg):
-    cfg.no_sentence_part = True
-    cfg.no_paragraph_part = True
-    segatron_xl_tiny(cfg)
+    _apply(cfg, "transformer_xl", "tiny")

@@ -13,9 +13,9 @@ class SegatronXLLayer(nn.Module):
     def __init__(self, embed_dim, num_heads, head_dim, ffn_dim, part_dims, dropout, attention_dropout,
                  pre_norm):
         super().__init__()
-        self.attention = SegmentRelativeMultiheadAttention(
-            embed_dim, num_heads, head_dim, part_dims, attention_dropout, pre_norm
-        )
+        self.attention = SegmentRelativeMultiheadAttention(embed_dim, num_heads, head_dim, part_dims,
+                                                           attention_dropout)
+        self.attention_norm = nn.LayerNorm(embed_dim)
         self.ffn = nn.Sequential(
             nn.Linear(embed_dim, ffn_dim), nn.ReLU(inplace=True), nn.Dropout(dropout),
             nn.Linear(ffn_dim, embed_dim), nn.Dropout(dropout),
@@ -27,10 +27,14 @@ class SegatronXLLayer(nn.Module):
     def forward(self, hidden: Tensor, memory: Optional[Tensor], distances: SegmentDistances,
                 content_bias: Tensor, position_bias: Tensor, mask: Tensor) -> Tensor:
         """hidden (T, B, d); memory (M, B, d): this layer's inputs cached from
-        earlier segments."""
-        attended = self.dropout(self.attention(hidden, memory, distances, content_bias, position_bias, mask))
+        earlier segments. Pre-norm normalizes the whole window (memory and
+        segment) before the attention; post-norm normalizes after each residual."""
         if self.pre_norm:
-            hidden = hidden + attended
+            window_memory = None if memory is None else self.attention_norm(memory)
+            attended = self.attention(self.attention_norm(hidden), window_memory, distances, content_bias,
+                                      position_bias, mask)
+            hidden = hidden + self.dropout(attended)
             return hidden + self.ffn(self.ffn_norm(hidden))
-        hidden = self.attention.layer_norm(hidden + attended)
+        attended = self.attention(hidden, memory, distances, content_bias, position_bias, mask)
+        hidden = self.attention_norm(hidden + self.dropout(attended))
         return self.ffn_norm(hidden + self.ffn(hidden))

@@ -10,13 +10,18 @@ Nothing of size T x K x d is built:
 
 - token part: a table over the K distances K-1..0, shifted into place by
   ``rel_shift`` as in Transformer-XL;
-- sentence / paragraph parts: the keys of a window fall into a few *key
-  states*, runs of keys with the same (sentence, paragraph) counters (about one
-  per sentence). A query is the same number of sentences and paragraphs away
-  from every key of a state, so it needs one R row per state: tables over the
-  distances 0..D that occur in the window, the grid cell of each (query, state)
-  pair (``state_cells``), and a one-hot (``key_states``) that spreads each
-  state's score over its keys.
+- sentence / paragraph parts: the keys of a window fall into a few *runs*,
+  maximal runs of consecutive keys with the same (sentence, paragraph)
+  counters (about one per sentence). A query is the same number of sentences
+  and paragraphs away from every key of a run, so it needs one R row per run:
+  tables over the distances 0..D that occur in the window, the grid cell of
+  each (query, run) pair (``run_cells``), and a one-hot (``key_runs``) that
+  spreads each run's score over its keys.
+
+    keys       k0 k1 k2 k3 k4 k5 k6      (sentence starts at k2 and k5)
+    sentence    0  0  1  1  1  2  2
+    run         0  0  1  1  1  2  2      -> key_runs (B, 3, 7)
+    query at k6: sentence distances 2, 1, 0 to runs 0, 1, 2 -> run_cells
 
 ``origin="window_end"`` reproduces the authors' code instead of Eq. 3: the
 sentence / paragraph distance of key r is counted back from the window's last
@@ -35,6 +40,11 @@ from torch import Tensor
 
 PARTS = ("token", "sentence", "paragraph")
 ORIGINS = ("query", "window_end")
+
+# how the attention scores R (SegmentDistances.mode)
+TOKEN_ONLY = "token_only"  # no segment parts: one rel-shifted table (K, d), Transformer-XL
+WINDOW_END = "window_end"  # the authors' distances: one rel-shifted table per batch row (B, K, d)
+RUN_GRID = "run_grid"      # Eq. 3: a rel-shifted token table plus the (sentence x paragraph) grid of runs
 
 
 def segment_part_dims(embed_dim: int, sentence: bool, paragraph: bool) -> Dict[str, int]:
@@ -66,17 +76,20 @@ class SegmentDistances:
     """Position inputs shared by all layers for one forward pass (K keys, T queries, B rows).
 
     Attributes:
-      position_table: R rows for the rel-shift, row r for token distance K-1-r
-        (clamped to clamp_len): (K, d_token); with ``window_end``, the whole R
-        per batch row, (B, K, d), its segment parts for distances c_{K-1} - c_r
+      mode: TOKEN_ONLY, WINDOW_END or RUN_GRID (see above), fixed by the
+        enabled parts and the origin
+      position_table: rows of R for the rel-shift, row r for token distance
+        K-1-r (clamped to clamp_len): (K, d_token); in WINDOW_END mode the
+        whole R per batch row, (B, K, d), its segment parts for distances
+        c_{K-1} - c_r
       tables[part]: (D_part+1, d_part) sentence / paragraph sinusoids, row n for
-        distance n (``query`` origin only; empty otherwise)
-      state_cells: (B, T, S) long, for each query and key state the flat
+        distance n (RUN_GRID only; empty otherwise)
+      run_cells: (B, T, S) long, for each query and run of keys the flat
         position of their (sentence, paragraph) distances in the grid of all
-        combinations (row-major over ``tables``); states after the query,
-        which are masked, get distance 0
-      key_states: (B, S, K) one-hot in the model's dtype, 1 where key j is in
-        state g (a batch row with fewer than S states has empty rows)
+        combinations (row-major over ``tables``); runs after the query, which
+        are masked, get distance 0 (RUN_GRID only)
+      key_runs: (B, S, K) one-hot in the model's dtype, 1 where key j is in
+        run g (a batch row with fewer than S runs has empty rows; RUN_GRID only)
     """
 
     def __init__(
@@ -93,45 +106,62 @@ class SegmentDistances:
         if origin not in ORIGINS:
             raise ValueError(f"unknown segment distance origin {origin!r}; choose from {ORIGINS}")
         # sinusoids of distances in the hundreds need float32 angles even when the model runs in fp16
-        angle_dtype = torch.promote_types(dtype, torch.float32)
-        positions = torch.arange(num_keys - 1, -1, -1, device=device, dtype=angle_dtype)
-        if clamp_len > 0:
-            positions = positions.clamp(max=clamp_len)
-        self.position_table = sinusoid_table(positions, part_dims["token"]).to(dtype)
+        self.dtype, self.angle_dtype, self.device = dtype, torch.promote_types(dtype, torch.float32), device
+        self.position_table = self._token_table(num_keys, clamp_len, part_dims["token"])
         self.tables: Dict[str, Tensor] = {}
-        self.state_cells: Optional[Tensor] = None
-        self.key_states: Optional[Tensor] = None
+        self.run_cells: Optional[Tensor] = None
+        self.key_runs: Optional[Tensor] = None
         parts = [part for part in PARTS[1:] if part in part_dims]
         if not parts:
-            return
-        if origin == "window_end":
-            tables = []
-            for part in parts:
-                counter = key_counters[part]  # (B, K)
-                distance = (counter[:, -1:] - counter).to(angle_dtype)
-                tables.append(sinusoid_table(distance.flatten(), part_dims[part]).view(*distance.shape, -1))
-            token_rows = self.position_table.expand(key_counters[parts[0]].size(0), -1, -1)
-            self.position_table = torch.cat([token_rows] + [t.to(dtype) for t in tables], dim=-1)
-            return
+            self.mode = TOKEN_ONLY
+        elif origin == "window_end":
+            self.mode = WINDOW_END
+            self.position_table = self._window_end_table(key_counters, {p: part_dims[p] for p in parts})
+        else:
+            self.mode = RUN_GRID
+            self._run_grid(query_counters, key_counters, {p: part_dims[p] for p in parts})
 
-        # key states: a new one wherever any counter changes from one key to the next
+    def _sinusoids(self, distances: Tensor, dim: int) -> Tensor:
+        return sinusoid_table(distances.to(self.angle_dtype), dim).to(self.dtype)
+
+    def _token_table(self, num_keys: int, clamp_len: int, dim: int) -> Tensor:
+        """(K, d_token): row r for token distance K-1-r."""
+        distances = torch.arange(num_keys - 1, -1, -1, device=self.device)
+        if clamp_len > 0:
+            distances = distances.clamp(max=clamp_len)
+        return self._sinusoids(distances, dim)
+
+    def _window_end_table(self, key_counters: Dict[str, Tensor], part_dims: Dict[str, int]) -> Tensor:
+        """(B, K, d): the token rows, then each part for c_{K-1} - c_r."""
+        batch = next(iter(key_counters.values())).size(0)
+        tables = [self.position_table.expand(batch, -1, -1)]
+        for part, dim in part_dims.items():
+            counter = key_counters[part]  # (B, K)
+            distance = counter[:, -1:] - counter
+            tables.append(self._sinusoids(distance.flatten(), dim).view(*distance.shape, -1))
+        return torch.cat(tables, dim=-1)
+
+    def _run_grid(self, query_counters: Dict[str, Tensor], key_counters: Dict[str, Tensor],
+                  part_dims: Dict[str, int]) -> None:
+        """``key_runs``, ``tables`` and ``run_cells`` of Eq. 3."""
+        parts = list(part_dims)
+        # a new run wherever any counter changes from one key to the next
         changed = torch.stack([key_counters[part].diff(dim=1) != 0 for part in parts]).any(dim=0)
-        state = F.pad(changed.long().cumsum(dim=1), (1, 0))  # (B, K), non-decreasing from 0
-        # sizes in one host sync: the states, and each part's largest distance (last query, first key)
-        last_state, *largest = torch.stack(
-            [state[:, -1].max()] + [(query_counters[p][:, -1] - key_counters[p][:, 0]).max() for p in parts]
+        run = F.pad(changed.long().cumsum(dim=1), (1, 0))  # (B, K), non-decreasing from 0
+        # sizes in one host sync: the runs, and each part's largest distance (last query, first key)
+        last_run, *largest = torch.stack(
+            [run[:, -1].max()] + [(query_counters[p][:, -1] - key_counters[p][:, 0]).max() for p in parts]
         ).tolist()
-        num_states = last_state + 1
-        self.key_states = F.one_hot(state, num_states).transpose(1, 2).to(dtype)
+        num_runs = last_run + 1
+        self.key_runs = F.one_hot(run, num_runs).transpose(1, 2).to(self.dtype)
         for part, part_largest in zip(parts, largest):
             counter = key_counters[part]
-            # padding states of rows with fewer states take the row's last counter
-            state_counter = counter[:, -1:].expand(-1, num_states).scatter(1, state, counter)
-            distance = (query_counters[part][:, :, None] - state_counter[:, None, :]).clamp(min=0)
+            # padding runs of rows with fewer runs take the row's last counter
+            run_counter = counter[:, -1:].expand(-1, num_runs).scatter(1, run, counter)
+            distance = (query_counters[part][:, :, None] - run_counter[:, None, :]).clamp(min=0)
             size = max(part_largest, 0) + 1
-            self.tables[part] = sinusoid_table(torch.arange(size, device=device, dtype=angle_dtype),
-                                               part_dims[part]).to(dtype)
-            self.state_cells = distance if self.state_cells is None else self.state_cells * size + distance
+            self.tables[part] = self._sinusoids(torch.arange(size, device=self.device), part_dims[part])
+            self.run_cells = distance if self.run_cells is None else self.run_cells * size + distance
 
     def map_tables(self, fn) -> None:
         """Apply ``fn`` (e.g. dropout) to every table."""

@@ -14,14 +14,17 @@ column block of W_R:
 - sentence, paragraph: W_s R^s_a + W_p R^p_b for every combination (a, b) of
   the distances present in the window form a small grid of G rows, scored
   against (q_i + v) in the same product as the token rows. A gather picks,
-  for each query, the cell of each of the window's S key states (runs of keys
-  with the same counters), and a product with the one-hot of the keys' states
+  for each query, the cell of each of the window's S runs (runs of keys with
+  the same counters), and a product with the one-hot of the keys' runs
   (B, S, K) spreads it over the keys, added to the scores in the same kernel.
   Cost O(T x (G + S) x d + T x K x S) instead of O(T x K x d), and no T x K
-  gather or scatter (the product's backward sums each state's keys).
+  gather or scatter (the product's backward sums each run's keys).
 
-With the authors' ``window_end`` distances, R depends on j - i only: one
-rel-shifted table per batch row carries all three parts.
+In Transformer-XL's names the first term is AC and the second BD; here BD is
+BD_token plus BD_grid. The distance mode (``SegmentDistances.mode``) says
+which terms there are: TOKEN_ONLY and WINDOW_END (the authors' distances,
+which depend on j - i only: one rel-shifted table per batch row carries all
+three parts) have AC + BD_token; RUN_GRID (Eq. 3) has AC + BD_token + BD_grid.
 """
 from typing import Dict, Optional
 
@@ -29,20 +32,37 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .segment_distances import SegmentDistances
+from .segment_distances import RUN_GRID, WINDOW_END, SegmentDistances
 
 
 def rel_shift(x: Tensor) -> Tensor:
     """(B, H, T, K) scores against R rows for distances K-1..0 -> scores whose
-    column j holds distance K - T + i - j (valid for j <= K - T + i)."""
+    column j holds distance K - T + i - j (valid for j <= K - T + i).
+
+    T = K = 3 (no memory); a cell "d" is the score for distance d:
+
+        x (row i, column r = distance 2-r)    rel_shift(x)
+        [2 1 0]                               [0 . .]
+        [2 1 0]                               [1 0 .]
+        [2 1 0]                               [2 1 0]
+
+    Query i sees key j at distance i - j; the cells marked "." (j > i) hold
+    leftovers of other rows and are masked by the caller. It works by padding
+    one zero column in front, viewing the (T, K+1) block as (K+1, T), dropping
+    the first row and viewing the rest as (T, K): each row moves left by
+    T-1-i places, without any gather.
+    """
     batch, heads, queries, keys = x.shape
     padded = torch.cat([x.new_zeros(batch, heads, queries, 1), x], dim=-1)
     return padded.view(batch, heads, keys + 1, queries)[:, :, 1:].reshape(batch, heads, queries, keys)
 
 
 class SegmentRelativeMultiheadAttention(nn.Module):
+    """Scores, softmax and values of Eq. 1 over a window (memory, then the
+    segment); the residual connection and LayerNorm belong to the layer."""
+
     def __init__(self, embed_dim: int, num_heads: int, head_dim: int, part_dims: Dict[str, int],
-                 attention_dropout: float, pre_norm: bool):
+                 attention_dropout: float):
         super().__init__()
         self.num_heads, self.head_dim = num_heads, head_dim
         self.part_dims = dict(part_dims)
@@ -52,8 +72,6 @@ class SegmentRelativeMultiheadAttention(nn.Module):
         self.r_proj = nn.Linear(sum(part_dims.values()), num_heads * head_dim, bias=False)
         self.out_proj = nn.Linear(num_heads * head_dim, embed_dim, bias=False)
         self.attention_dropout = nn.Dropout(attention_dropout)
-        self.layer_norm = nn.LayerNorm(embed_dim)
-        self.pre_norm = pre_norm
 
     def _project(self, table: Tensor, start: int) -> Tensor:
         """(..., d_part) rows of R's parts from column ``start`` on -> (..., H, head_dim)."""
@@ -65,8 +83,6 @@ class SegmentRelativeMultiheadAttention(nn.Module):
         """Raw scores (B, H, T, K) before scaling and masking, and values (B, H, K, head_dim)."""
         seq_len, batch, _ = hidden.shape
         window = hidden if memory is None else torch.cat([memory, hidden], dim=0)
-        if self.pre_norm:
-            window = self.layer_norm(window)
         q, k, v = self.qkv(window).chunk(3, dim=-1)
         keys = window.size(0)
         q = q[-seq_len:].view(seq_len, batch, self.num_heads, self.head_dim).permute(1, 2, 0, 3)
@@ -75,32 +91,41 @@ class SegmentRelativeMultiheadAttention(nn.Module):
 
         q_content = q + content_bias[None, :, None, :]   # q_i + u
         q_position = q + position_bias[None, :, None, :]  # q_i + v
-        scores = torch.matmul(q_content, k.transpose(-1, -2))
+        ac = torch.matmul(q_content, k.transpose(-1, -2))  # AC (B, H, T, K): (q_i + u) . k_j
+        if distances.mode == RUN_GRID:
+            return self._add_run_grid_terms(ac, q_position, distances), v
+        # BD_token (B, H, T, K): (q_i + v) . W_R R for the K distances, rel-shifted into place;
+        # in WINDOW_END mode R carries all three parts and differs per batch row
+        r_rows = self._project(distances.position_table, 0)  # (K, H, dh), or (B, K, H, dh)
+        equation = "bhid,bkhd->bhik" if distances.mode == WINDOW_END else "bhid,khd->bhik"
+        return ac + rel_shift(torch.einsum(equation, q_position, r_rows)), v
 
-        r_rows = self._project(distances.position_table, 0)  # (K, H, dh) or, per batch row, (B, K, H, dh)
-        if not distances.tables:  # token part only, or the authors' window_end (all parts, one table per row)
-            equation = "bhid,bkhd->bhik" if r_rows.dim() == 4 else "bhid,khd->bhik"
-            return scores + rel_shift(torch.einsum(equation, q_position, r_rows)), v
-
-        # W_R R for every token row and every cell of the (sentence, paragraph) grid, scored in
-        # one product: a separate product over the grid's few rows runs on slow narrow kernels
+    def _add_run_grid_terms(self, ac: Tensor, q_position: Tensor, distances: SegmentDistances) -> Tensor:
+        """AC + BD_token + BD_grid (B, H, T, K) of Eq. 3."""
+        batch, heads, seq_len, keys = ac.shape
+        r_rows = self._project(distances.position_table, 0)  # (K, H, dh)
+        # W_R R for every cell of the (sentence x paragraph) grid, G = product of the table sizes
         start, r_grid = self.part_dims["token"], None
         for table in distances.tables.values():
             r_part = self._project(table, start)  # (D+1, H, dh)
             r_grid = r_part if r_grid is None else (r_grid[:, None] + r_part[None, :]).flatten(0, 1)
             start += table.size(-1)
+        # token rows and grid cells scored in one product: a separate product over the grid's few
+        # rows runs on slow narrow kernels
         by_row = torch.einsum("bhid,khd->bhik", q_position, torch.cat([r_rows, r_grid], dim=0))
         # split, not two slices: its backward is one concatenation, not two zero-filled full-size gradients
-        by_token, by_cell = by_row.split([keys, r_grid.size(0)], dim=-1)
-        cells = distances.state_cells  # (B, T, S)
-        by_state = by_cell.gather(-1, cells[:, None].expand(batch, self.num_heads, *cells.shape[1:]))
-        scores = torch.baddbmm(scores.flatten(1, 2), by_state.flatten(1, 2), distances.key_states)
-        return scores.view(batch, self.num_heads, seq_len, keys) + rel_shift(by_token), v
+        by_token, by_cell = by_row.split([keys, r_grid.size(0)], dim=-1)  # (B, H, T, K), (B, H, T, G)
+        cells = distances.run_cells  # (B, T, S)
+        by_run = by_cell.gather(-1, cells[:, None].expand(batch, heads, *cells.shape[1:]))  # (B, H, T, S)
+        # BD_grid (B, H, T, K) = by_run @ key_runs, added to AC in the same kernel
+        scores = torch.baddbmm(ac.flatten(1, 2), by_run.flatten(1, 2), distances.key_runs)
+        return scores.view(batch, heads, seq_len, keys) + rel_shift(by_token)  # + BD_token
 
     def forward(self, hidden: Tensor, memory: Optional[Tensor], distances: SegmentDistances,
                 content_bias: Tensor, position_bias: Tensor, mask: Tensor) -> Tensor:
         """hidden (T, B, d), memory (M, B, d) or None, mask (T, K) True where
-        the key is hidden from the query -> (T, B, d) after residual and norm."""
+        the key is hidden from the query -> the attention's output (T, B, d),
+        after the output projection (no residual, no norm)."""
         scores, v = self.scores(hidden, memory, distances, content_bias, position_bias)
         scores = (scores * self.scale).float().masked_fill(mask[None, None], float("-inf"))
         probs = self.attention_dropout(torch.softmax(scores, dim=-1).type_as(v))

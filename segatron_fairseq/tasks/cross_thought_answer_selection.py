@@ -5,7 +5,8 @@ among candidates by Cross-Thought's cross-sequence attention (Eq. 10).
 "answer"}``; each example is encoded as M = 1 + K short sequences (question
 first), every candidate once and cut to ``--max-sequence-length`` on its own
 (never dropped; 100 candidates as in the paper's pools are fine, and the
-model's ``--encoder-chunk-sequences`` bounds the encoder's memory); the criterion ``cross_thought_answer_selection``
+model's ``--encoder-chunk-sequences`` bounds the encoder's memory); the
+criterion ``cross_thought_answer_selection``
 minimises -log alpha[0][answer] and reports Recall@1, Recall@k and MRR.
 Texts are tokenized like the pre-training corpus (``pretrain_data``).
 """
@@ -13,38 +14,25 @@ import logging
 import os
 from dataclasses import dataclass, field
 
-from fairseq.dataclass import FairseqDataclass
 from fairseq.tasks import register_task
 
 from segatron_fairseq.data.answer_selection import read_answer_selection
 from segatron_fairseq.data.sequence_pair_dataset import SequenceGroupDataset
-from segatron_fairseq.data.text_encoder import text_encoder
-from segatron_fairseq.tasks.segabert_mlm import load_dictionary_with_mask
+from segatron_fairseq.tasks.finetuning_task import FinetuningConfig, FinetuningTask
 from segatron_fairseq.tasks.per_sequence_sizes import PerSequenceSizeCheck
-from segatron_fairseq.tasks.single_dictionary_task import SingleDictionaryTask
 
 logger = logging.getLogger(__name__)
 
 
 @dataclass
-class CrossThoughtAnswerSelectionConfig(FairseqDataclass):
+class CrossThoughtAnswerSelectionConfig(FinetuningConfig):
     data: str = field(default="???", metadata={"help": "directory with train.jsonl, valid.jsonl"})
-    pretrain_data: str = field(default="???", metadata={"help": "binarized pre-training corpus (dict.txt, "
-                                                                "sentencepiece.model)"})
     max_sequence_length: int = field(default=64, metadata={"help": "tokens kept of each text"})
     recall_k: int = field(default=5, metadata={"help": "k of the reported Recall@k"})
 
 
 @register_task("cross_thought_answer_selection", dataclass=CrossThoughtAnswerSelectionConfig)
-class CrossThoughtAnswerSelectionTask(PerSequenceSizeCheck, SingleDictionaryTask):
-    def __init__(self, cfg, dictionary):
-        super().__init__(cfg, dictionary)
-        self.encode = text_encoder(cfg.pretrain_data, dictionary)
-
-    @classmethod
-    def setup_task(cls, cfg, **kwargs):
-        return cls(cfg, load_dictionary_with_mask(cfg.pretrain_data))
-
+class CrossThoughtAnswerSelectionTask(PerSequenceSizeCheck, FinetuningTask):
     def load_dataset(self, split: str, epoch: int = 1, combine: bool = False, **kwargs):
         path = os.path.join(self.cfg.data, f"{split}.jsonl")
         examples = read_answer_selection(path)

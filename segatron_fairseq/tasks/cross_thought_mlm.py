@@ -25,7 +25,7 @@ from fairseq.data import (
 from fairseq.tasks import register_task
 
 from segatron_fairseq.data import ShortSequenceDataset, ShortSequenceSampleDataset
-from segatron_fairseq.tasks.segabert_mlm import MaskingConfig, load_dictionary_with_mask
+from segatron_fairseq.tasks.masking import MASK_SYMBOL, MaskingConfig, load_dictionary_with_mask
 from segatron_fairseq.tasks.per_sequence_sizes import PerSequenceSizeCheck
 from segatron_fairseq.tasks.single_dictionary_task import SingleDictionaryTask
 
@@ -42,7 +42,7 @@ class CrossThoughtMLMConfig(MaskingConfig):
 class CrossThoughtMLMTask(PerSequenceSizeCheck, SingleDictionaryTask):
     def __init__(self, cfg: CrossThoughtMLMConfig, dictionary):
         super().__init__(cfg, dictionary)
-        self.mask_idx = dictionary.index("<mask>")
+        self.mask_idx = dictionary.index(MASK_SYMBOL)
 
     @classmethod
     def setup_task(cls, cfg: CrossThoughtMLMConfig, **kwargs):

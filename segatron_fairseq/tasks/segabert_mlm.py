@@ -7,12 +7,10 @@ index), the loss from fairseq's ``masked_lm`` criterion. Each batch also
 counts the examples whose segment indexes had to be shifted or clipped to fit
 the embedding tables; they are logged as ``index_shifted`` / ``index_clipped``.
 """
-import json
 import logging
 import os
 from dataclasses import dataclass, field
 
-import torch
 from fairseq import metrics
 from fairseq.data import (
     Dictionary,
@@ -23,25 +21,14 @@ from fairseq.data import (
     NumSamplesDataset,
     RightPadDataset,
 )
-from fairseq.dataclass import FairseqDataclass
 from fairseq.tasks import register_task
-from omegaconf import II
 
 from segatron_fairseq.data import DocumentExampleDataset, FieldDataset, SegmentIndexedDataset, SumDataset
+from segatron_fairseq.models.segabert import SEGMENT_TABLE_SIZES
+from segatron_fairseq.tasks.masking import MASK_SYMBOL, MaskingConfig, load_dictionary_with_mask, whole_word_starts
 from segatron_fairseq.tasks.single_dictionary_task import SingleDictionaryTask
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass
-class MaskingConfig(FairseqDataclass):
-    """The corpus and BERT's masking, shared by the masked-LM tasks."""
-
-    data: str = field(default="???", metadata={"help": "segatron-preprocess output directory"})
-    mask_prob: float = field(default=0.15, metadata={"help": "probability of masking a token"})
-    leave_unmasked_prob: float = field(default=0.1, metadata={"help": "of those, kept unchanged"})
-    random_token_prob: float = field(default=0.1, metadata={"help": "of those, replaced at random"})
-    seed: int = II("common.seed")
 
 
 @dataclass
@@ -49,40 +36,18 @@ class SegaBERTMLMConfig(MaskingConfig):
     tokens_per_sample: int = field(default=512, metadata={"help": "example length with [CLS] and [SEP]"})
     examples_per_epoch: int = field(default=0, metadata={"help": "0: about one pass over the tokens"})
     mask_whole_words: bool = field(default=False, metadata={"help": "mask whole words (sentencepiece ▁)"})
-    max_paragraph_index: int = field(default=50, metadata={"help": "paragraph index table size"})
-    max_sentence_index: int = field(default=100, metadata={"help": "sentence index table size"})
-    max_token_index: int = field(default=256, metadata={"help": "token index table size"})
-
-
-def load_dictionary_with_mask(data: str) -> Dictionary:
-    path = os.path.join(data, "dict.txt")
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"{path} not found: SegaBERT tasks read a segatron-preprocess directory")
-    dictionary = Dictionary.load(path)
-    dictionary.add_symbol("<mask>")
-    return dictionary
-
-
-def whole_word_starts(data: str, dictionary: Dictionary) -> torch.Tensor:
-    """1 for symbols that begin a word: every symbol when the corpus was
-    binarized without sub-words, sentencepiece pieces starting with ▁."""
-    metadata_path = os.path.join(data, "segatron_preprocess.json")
-    bpe = "none"
-    if os.path.isfile(metadata_path):
-        with open(metadata_path) as f:
-            bpe = json.load(f).get("bpe", "none")
-    if bpe == "none":
-        return torch.ones(len(dictionary), dtype=torch.uint8)
-    starts = [i < dictionary.nspecial or dictionary[i].startswith("\u2581") or dictionary[i] == "<mask>"
-              for i in range(len(dictionary))]
-    return torch.tensor(starts, dtype=torch.uint8)
+    max_paragraph_index: int = field(default=SEGMENT_TABLE_SIZES["paragraph"],
+                                     metadata={"help": "paragraph index table size"})
+    max_sentence_index: int = field(default=SEGMENT_TABLE_SIZES["sentence"],
+                                    metadata={"help": "sentence index table size"})
+    max_token_index: int = field(default=SEGMENT_TABLE_SIZES["token"], metadata={"help": "token index table size"})
 
 
 @register_task("segabert_mlm", dataclass=SegaBERTMLMConfig)
 class SegaBERTMLMTask(SingleDictionaryTask):
     def __init__(self, cfg: SegaBERTMLMConfig, dictionary: Dictionary):
         super().__init__(cfg, dictionary)
-        self.mask_idx = dictionary.index("<mask>")
+        self.mask_idx = dictionary.index(MASK_SYMBOL)
 
     @classmethod
     def setup_task(cls, cfg: SegaBERTMLMConfig, **kwargs):

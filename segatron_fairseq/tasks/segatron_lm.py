@@ -22,6 +22,7 @@ from fairseq.dataclass import FairseqDataclass
 from fairseq.distributed import utils as distributed_utils
 from fairseq.tasks import register_task
 from omegaconf import II
+from segatron_preprocess.corpus_format import DICT_FILE
 
 from segatron_fairseq.data import SegmentIndexedDataset, SegmentStreamDataset
 from segatron_fairseq.tasks.single_dictionary_task import SingleDictionaryTask
@@ -41,12 +42,9 @@ class SegatronLMConfig(FairseqDataclass):
 
 @register_task("segatron_lm", dataclass=SegatronLMConfig)
 class SegatronLMTask(SingleDictionaryTask):
-    def __init__(self, cfg: SegatronLMConfig, dictionary: Dictionary):
-        super().__init__(cfg, dictionary)
-
     @classmethod
     def setup_task(cls, cfg: SegatronLMConfig, **kwargs):
-        path = os.path.join(cfg.data, "dict.txt")
+        path = os.path.join(cfg.data, DICT_FILE)
         if not os.path.isfile(path):
             raise FileNotFoundError(f"{path} not found: --task segatron_lm reads a segatron-preprocess directory")
         dictionary = Dictionary.load(path)

@@ -1,6 +1,6 @@
 """Split one WikiText file into train/valid/test by whole articles.
 
-    python scripts/split_wikitext_by_article.py ../shared/data/wikitext2/wiki.valid.tokens OUT_DIR \
+    segatron-split-wikitext ../shared/data/wikitext2/wiki.valid.tokens OUT_DIR \
         [--valid-articles 5] [--test-articles 5]
 
 Articles start at a top-level heading `` = Title = ``. The last articles go to
@@ -10,7 +10,8 @@ test, the ones before them to valid, the rest to train, written as
 import argparse
 import os
 
-from preprocess.readers import is_wikitext_title, normalize
+from .atomic import atomic_path
+from .readers import is_wikitext_title, normalize
 
 
 def split_articles(path):
@@ -28,13 +29,14 @@ def split_articles(path):
     return articles
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("input")
-    p.add_argument("out_dir")
-    p.add_argument("--valid-articles", type=int, default=5)
-    p.add_argument("--test-articles", type=int, default=5)
-    args = p.parse_args()
+def cli_main(argv=None) -> None:
+    p = argparse.ArgumentParser(prog="segatron-split-wikitext", description=__doc__.splitlines()[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("input", help="a WikiText file")
+    p.add_argument("out_dir", help="where wiki.{train,valid,test}.tokens are written")
+    p.add_argument("--valid-articles", type=int, default=5, help="articles before the test ones go to valid")
+    p.add_argument("--test-articles", type=int, default=5, help="the last articles go to test")
+    args = p.parse_args(argv)
     articles = split_articles(args.input)
     n_valid, n_test = args.valid_articles, args.test_articles
     if len(articles) <= n_valid + n_test:
@@ -47,11 +49,11 @@ def main():
     os.makedirs(args.out_dir, exist_ok=True)
     for split, chosen in parts.items():
         path = os.path.join(args.out_dir, f"wiki.{split}.tokens")
-        with open(path, "w", encoding="utf-8") as f:
+        with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
             for article in chosen:
                 f.writelines(article)
         print(f"{split}: {len(chosen)} articles, {sum(len(''.join(a).split()) for a in chosen):,} tokens -> {path}")
 
 
 if __name__ == "__main__":
-    main()
+    cli_main()

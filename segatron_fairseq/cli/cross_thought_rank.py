@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
 import torch
+from segatron_preprocess.corpus_format import DICT_FILE, SENTENCEPIECE_FILE
 
 logger = logging.getLogger("cross_thought_rank")
 
@@ -175,11 +176,11 @@ def texts_digest(texts: List[str]) -> str:
 def embedding_key(args, hub, texts: List[str], overrides: Dict) -> Dict[str, str]:
     """Everything that changes the embeddings of ``texts``."""
     model_args = hub.model.args
-    sentencepiece = os.path.join(args.data, "sentencepiece.model")
+    sentencepiece = os.path.join(args.data, SENTENCEPIECE_FILE)
     return {
         "checkpoint": file_digest(args.path),
         "texts": texts_digest(texts),
-        "dictionary": file_digest(os.path.join(args.data, "dict.txt")),
+        "dictionary": file_digest(os.path.join(args.data, DICT_FILE)),
         "sentencepiece": file_digest(sentencepiece) if os.path.isfile(sentencepiece) else "none",
         "max_length": str(args.max_length),
         "special_tokens": f"{model_args.num_special_tokens} shared={model_args.shared_special_embedding}",

@@ -1,6 +1,6 @@
 """List what this plugin registered in fairseq's registries.
 
-``segatron-components`` (or ``python -m segatron_fairseq.components``) imports
+``segatron-components`` (or ``python -m segatron_fairseq.cli.components``) imports
 the plugin the way ``--user-dir`` does and prints every task, model,
 architecture and criterion whose implementation lives in this package.
 """
@@ -13,7 +13,8 @@ from fairseq.criterions import CRITERION_REGISTRY
 from fairseq.models import ARCH_CONFIG_REGISTRY, ARCH_MODEL_REGISTRY, MODEL_REGISTRY
 from fairseq.tasks import TASK_REGISTRY
 
-PLUGIN_DIR = os.path.dirname(os.path.abspath(__file__))
+from segatron_fairseq import PLUGIN_DIR
+
 PLUGIN_MODULE = os.path.basename(PLUGIN_DIR)
 
 
@@ -38,9 +39,9 @@ def plugin_components() -> Dict[str, List[str]]:
     }
 
 
-def cli_main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.parse_args()
+def cli_main(argv=None) -> None:
+    parser = argparse.ArgumentParser(prog="segatron-components", description=__doc__.splitlines()[0])
+    parser.parse_args(argv)
     print(f"fairseq plugin {PLUGIN_MODULE} ({PLUGIN_DIR}) registers:")
     for kind, names in plugin_components().items():
         print(f"  {kind} ({len(names)}):")

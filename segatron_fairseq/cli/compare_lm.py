@@ -1,6 +1,6 @@
 """Train Segatron-XL, its ablations and Transformer-XL the same way; print perplexities.
 
-    python scripts/compare_lm.py --data DATA_BIN [--variants segatron_xl,no_paragraph,no_sentence,transformer_xl]
+    segatron-compare-lm --data DATA_BIN [--variants segatron_xl,no_paragraph,no_sentence,transformer_xl]
 
 DATA_BIN is a segatron-preprocess directory with train/valid/test. Every
 variant has the same width, layers, parameters (W_R is d x d whichever parts
@@ -19,10 +19,11 @@ import time
 
 import torch
 
+from segatron_fairseq import PLUGIN_DIR
+
 # the fairseq CLIs of this interpreter (also where fairseq is on PYTHONPATH without console scripts)
 FAIRSEQ_TRAIN = [sys.executable, "-m", "fairseq_cli.train"]
 FAIRSEQ_EVAL_LM = [sys.executable, "-m", "fairseq_cli.eval_lm"]
-PLUGIN_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "segatron_fairseq")
 TABLE2_VARIANTS = {
     "segatron_xl": [],
     "no_paragraph": ["--no-paragraph-part"],
@@ -85,27 +86,28 @@ def train_and_score(args, name):
     return result
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def cli_main(argv=None) -> None:
+    p = argparse.ArgumentParser(prog="segatron-compare-lm", description=__doc__.splitlines()[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--data", required=True, help="segatron-preprocess directory with train, valid, test")
     p.add_argument("--variants", default=",".join(TABLE2_VARIANTS), help=f"comma separated, from {list(VARIANTS)}")
-    p.add_argument("--workdir", default="compare_lm_runs")
-    p.add_argument("--layers", type=int, default=4)
-    p.add_argument("--dim", type=int, default=128)
-    p.add_argument("--heads", type=int, default=4)
-    p.add_argument("--ffn", type=int, default=512)
-    p.add_argument("--dropout", type=float, default=0.1)
-    p.add_argument("--tgt-len", type=int, default=64)
-    p.add_argument("--mem-len", type=int, default=64)
-    p.add_argument("--batch-size", type=int, default=16)
-    p.add_argument("--eval-batch-size", type=int, default=1)
-    p.add_argument("--max-update", type=int, default=2000)
-    p.add_argument("--warmup", type=int, default=100)
-    p.add_argument("--lr", type=float, default=1e-3)
-    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--workdir", default="compare_lm_runs", help="one folder per variant: checkpoints and logs")
+    p.add_argument("--layers", type=int, default=4, help="layers of every variant")
+    p.add_argument("--dim", type=int, default=128, help="model width d")
+    p.add_argument("--heads", type=int, default=4, help="attention heads")
+    p.add_argument("--ffn", type=int, default=512, help="feed-forward inner width")
+    p.add_argument("--dropout", type=float, default=0.1, help="dropout")
+    p.add_argument("--tgt-len", type=int, default=64, help="tokens per segment (training and scoring)")
+    p.add_argument("--mem-len", type=int, default=64, help="tokens of memory")
+    p.add_argument("--batch-size", type=int, default=16, help="stream rows in training")
+    p.add_argument("--eval-batch-size", type=int, default=1, help="stream rows in fairseq-eval-lm")
+    p.add_argument("--max-update", type=int, default=2000, help="training updates")
+    p.add_argument("--warmup", type=int, default=100, help="warm-up updates of the cosine schedule")
+    p.add_argument("--lr", type=float, default=1e-3, help="peak learning rate")
+    p.add_argument("--seed", type=int, default=1, help="seed of every variant")
     p.add_argument("--adaptive-softmax-cutoff", default=None, help="e.g. 2000,6000 for a large vocabulary")
     p.add_argument("--out", help="also write the results as JSON here")
-    args = p.parse_args()
+    args = p.parse_args(argv)
     variants = args.variants.split(",")
     unknown = [v for v in variants if v not in VARIANTS]
     if unknown:
@@ -125,4 +127,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    cli_main()

@@ -1,0 +1,88 @@
+"""The on-disk format of a ``segatron-preprocess`` directory: the one contract
+between the binarizer (which writes it) and the plugin's datasets (which read
+it). Only numpy is imported here, so both sides can use it cheaply.
+
+    DESTDIR/
+      dict.txt                          fairseq dictionary
+      {split}.bin / .idx                token ids (fairseq MMapIndexedDataset)
+      {split}.paragraph.bin / .idx      uint16 index of each token, same items and lengths
+      {split}.sentence.bin / .idx
+      {split}.token.bin / .idx
+      sentencepiece.model               with --bpe sentencepiece
+      punkt_tab/                        a trained Punkt model (NLTK's punkt_tab format);
+                                        0.1.0 wrote punkt.json instead, still read
+      segatron_preprocess.json          metadata: input_format, sentence_splitter, bpe, splits
+
+Index semantics (0-based, per token, eos included): paragraph in its document,
+sentence in its paragraph, token in its sentence (see ``indexer.py``). So a
+token starts a sentence where its token index is 0, a paragraph where its
+token and sentence indexes are 0, and a document where all three are 0:
+
+    tokens     = The  crab  lives  .  It  hides  .  </s>  Seals  rest  .  </s>
+    paragraph  =  0    0     0     0  0    0     0   0      1     1    1   1
+    sentence   =  0    0     0     0  1    1     1   1      0     0    0   0
+    token      =  0    1     2     3  0    1     2   3      0     1    2   3
+    starts     =  D                   S                     P
+"""
+import json
+import os
+from typing import Dict, List
+
+import numpy as np
+
+INDEX_NAMES = ("paragraph", "sentence", "token")
+INDEX_DTYPE = np.uint16
+MAX_INDEX = int(np.iinfo(INDEX_DTYPE).max)
+
+DICT_FILE = "dict.txt"
+METADATA_FILE = "segatron_preprocess.json"
+SENTENCEPIECE_FILE = "sentencepiece.model"
+PUNKT_DIR = "punkt_tab"
+LEGACY_PUNKT_FILE = "punkt.json"
+
+# keys of METADATA_FILE
+INPUT_FORMAT, SENTENCE_SPLITTER, BPE, SPLITS = "input_format", "sentence_splitter", "bpe", "splits"
+NO_BPE = "none"
+
+
+def index_prefix(prefix: str, name: str) -> str:
+    """``DIR/train`` -> ``DIR/train.sentence`` for index ``name``."""
+    return f"{prefix}.{name}"
+
+
+def dataset_prefixes(prefix: str) -> List[str]:
+    """The token dataset's prefix, then one per index."""
+    return [prefix] + [index_prefix(prefix, name) for name in INDEX_NAMES]
+
+
+def sentence_starts(token_index: np.ndarray) -> np.ndarray:
+    """True where a token begins a sentence."""
+    return token_index == 0
+
+
+def paragraph_starts(token_index: np.ndarray, sentence_index: np.ndarray) -> np.ndarray:
+    """True where a token begins a paragraph."""
+    return sentence_starts(token_index) & (sentence_index == 0)
+
+
+def document_starts(token_index: np.ndarray, sentence_index: np.ndarray, paragraph_index: np.ndarray) -> np.ndarray:
+    """True where a token begins a document."""
+    return paragraph_starts(token_index, sentence_index) & (paragraph_index == 0)
+
+
+def read_metadata(directory: str) -> Dict:
+    """``segatron_preprocess.json`` of ``directory``; {} when there is none
+    (a ``fairseq-preprocess`` directory)."""
+    path = os.path.join(directory, METADATA_FILE)
+    if not os.path.isfile(path):
+        return {}
+    with open(path, encoding="utf-8") as f:
+        try:
+            return json.load(f)
+        except ValueError as err:
+            raise ValueError(f"{path}: not JSON ({err})") from None
+
+
+def corpus_bpe(directory: str) -> str:
+    """The sub-word scheme a directory was binarized with (``none`` or ``sentencepiece``)."""
+    return read_metadata(directory).get(BPE, NO_BPE)

@@ -1,0 +1,1 @@
+"""Command-line tools installed as console scripts (see setup.py)."""

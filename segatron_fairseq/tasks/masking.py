@@ -1,0 +1,46 @@
+"""What the masked-LM tasks and the models fine-tuned from them share: the
+corpus directory and BERT's masking options, and the dictionary of the
+pre-training corpus with ``<mask>`` appended (so that fine-tuning and the
+tools see the same vocabulary as pre-training)."""
+import os
+from dataclasses import dataclass, field
+
+import torch
+from fairseq.data import Dictionary
+from fairseq.dataclass import FairseqDataclass
+from omegaconf import II
+from segatron_preprocess.corpus_format import DICT_FILE, NO_BPE, corpus_bpe
+
+MASK_SYMBOL = "<mask>"
+
+
+@dataclass
+class MaskingConfig(FairseqDataclass):
+    """The corpus and BERT's masking (80% <mask>, 10% unchanged, 10% random)."""
+
+    data: str = field(default="???", metadata={"help": "segatron-preprocess output directory"})
+    mask_prob: float = field(default=0.15, metadata={"help": "probability of masking a token"})
+    leave_unmasked_prob: float = field(default=0.1, metadata={"help": "of those, kept unchanged"})
+    random_token_prob: float = field(default=0.1, metadata={"help": "of those, replaced at random"})
+    seed: int = II("common.seed")
+
+
+def load_dictionary_with_mask(data: str) -> Dictionary:
+    """``data``'s dict.txt plus ``<mask>`` as its last symbol."""
+    path = os.path.join(data, DICT_FILE)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{path} not found: the masked-LM tasks read a segatron-preprocess directory")
+    dictionary = Dictionary.load(path)
+    dictionary.add_symbol(MASK_SYMBOL)
+    return dictionary
+
+
+def whole_word_starts(data: str, dictionary: Dictionary) -> torch.Tensor:
+    """(len(dictionary),) uint8, 1 for symbols that begin a word: every symbol
+    when the corpus was binarized without sub-words, sentencepiece pieces
+    starting with ▁ (and the special symbols) otherwise."""
+    if corpus_bpe(data) == NO_BPE:
+        return torch.ones(len(dictionary), dtype=torch.uint8)
+    starts = [i < dictionary.nspecial or dictionary[i].startswith("\u2581") or dictionary[i] == MASK_SYMBOL
+              for i in range(len(dictionary))]
+    return torch.tensor(starts, dtype=torch.uint8)

@@ -1,0 +1,43 @@
+"""Score a binarized split as one stream with a Segatron-XL / Transformer-XL
+checkpoint: the loss of every token given all the tokens before it."""
+from typing import Tuple
+
+import numpy as np
+import torch
+from fairseq import checkpoint_utils
+from segatron_preprocess.corpus_format import paragraph_starts, sentence_starts
+
+from segatron_fairseq.data.segment_indexed_dataset import SegmentIndexedDataset
+
+
+def read_stream(prefix: str) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Tokens (N,) of the split ``prefix`` in order, and (N,) bools: whether
+    each one starts a sentence / a paragraph."""
+    corpus = SegmentIndexedDataset(prefix)
+    token_index, sentence_index = corpus.index_array("token"), corpus.index_array("sentence")
+    return (corpus.token_array().astype(np.int64), sentence_starts(token_index),
+            paragraph_starts(token_index, sentence_index))
+
+
+def token_losses(checkpoint: str, tokens: np.ndarray, sentence_start: np.ndarray, paragraph_start: np.ndarray,
+                 tgt_len: int) -> np.ndarray:
+    """(N,) loss in nats of every token of the stream, segment by segment of
+    ``tgt_len`` with the model's memory (as ``fairseq-eval-lm --batch-size 1``)."""
+    models, _ = checkpoint_utils.load_model_ensemble([checkpoint])
+    model = models[0].eval()
+    eos = model.decoder.dictionary.eos()
+    source = np.concatenate([[eos], tokens[:-1]])
+    # the input at position t is token t-1; its flags are those of token t-1 (the leading eos starts both)
+    source_sentence = np.concatenate([[True], sentence_start[:-1]])
+    source_paragraph = np.concatenate([[True], paragraph_start[:-1]])
+    losses = []
+    with torch.no_grad():
+        for start in range(0, len(tokens), tgt_len):
+            cols = slice(start, start + tgt_len)
+            features, _ = model(torch.from_numpy(source[cols])[None],
+                                sentence_starts=torch.from_numpy(source_sentence[cols])[None],
+                                paragraph_starts=torch.from_numpy(source_paragraph[cols])[None])
+            target = torch.from_numpy(tokens[cols])[None]
+            lprobs = model.get_normalized_probs((features, None), log_probs=True, sample={"target": target})
+            losses.append(-lprobs.gather(-1, target[..., None])[0, :, 0].double().numpy())
+    return np.concatenate(losses)

@@ -20,8 +20,9 @@ import sys
 
 import torch
 
+from segatron_fairseq import PLUGIN_DIR
+
 BIN = os.path.dirname(sys.executable)
-PLUGIN_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "segatron_fairseq")
 
 
 def write_corpus(path, samples, num_sequences, length, values, seed):

@@ -24,7 +24,7 @@ mkdir -p "$RUNS"
 
 if [[ -z "$DATA" ]]; then
   echo "== generating a corpus (WikiText layout) in $RUNS/corpus"
-  "$PY" -m preprocess.demo_corpus "$RUNS/corpus" --train-documents 400
+  "$PY" -m segatron_preprocess.demo_corpus "$RUNS/corpus" --train-documents 400
   DATA="$RUNS/data-bin"
   echo "== segatron-preprocess -> $DATA"
   "$ROOT/.venv/bin/segatron-preprocess" --input-format wikitext --workers 2 --destdir "$DATA" \
@@ -34,7 +34,7 @@ if [[ -z "$DATA" ]]; then
 fi
 
 echo "== fairseq-train / fairseq-eval-lm: Segatron-XL vs Transformer-XL (tiny, same size, steps and seed)"
-"$PY" "$ROOT/scripts/compare_lm.py" --data "$DATA" --variants segatron_xl,transformer_xl \
+"$ROOT/.venv/bin/segatron-compare-lm" --data "$DATA" --variants segatron_xl,transformer_xl \
   --workdir "$RUNS/models" --layers 2 --dim 64 --heads 4 --ffn 256 --tgt-len 48 --mem-len 48 \
   --batch-size 16 --max-update 1200 --warmup 100 --lr 2e-3 --out "$RUNS/results.json"
 echo "logs, checkpoints and results.json are in $RUNS"

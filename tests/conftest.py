@@ -6,9 +6,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from segatron_fairseq import PLUGIN_DIR  # noqa: F401  (the --user-dir of every test)
 
 ROOT = Path(__file__).resolve().parents[1]
-PLUGIN_DIR = ROOT / "segatron_fairseq"
 BIN = Path(sys.executable).parent
 
 

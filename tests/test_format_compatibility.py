@@ -27,8 +27,11 @@ def test_old_directory_reads_and_trains(tmp_path):
     out = run_cli("fairseq-train", OLD, "--user-dir", PLUGIN_DIR, "--task", "segatron_lm", "--arch",
                   "segatron_xl_tiny", "--criterion", "segatron_lm_loss", "--optimizer", "adam", "--lr", "1e-3",
                   "--batch-size", "2", "--tgt-len", "32", "--max-update", "2", "--cpu", "--no-save",
-                  "--log-format", "simple", "--log-interval", "1")
+                  "--log-format", "simple", "--log-interval", "1", "--tensorboard-logdir", tmp_path / "tb")
     assert "done training" in out
+    # tensorboardX is installed: fairseq writes event files and no longer asks for it
+    assert "Please install tensorboardX" not in out
+    assert list((tmp_path / "tb").rglob("events.out.tfevents.*"))
 
 
 def test_same_text_gives_the_same_bytes_with_the_old_dictionary_and_punkt(tmp_path):

@@ -40,7 +40,8 @@ def test_plugin_imports_via_user_dir():
     utils.import_user_module(argparse.Namespace(user_dir=str(PLUGIN_DIR)))
     import segatron_fairseq
 
-    assert segatron_fairseq.__file__.startswith(str(PLUGIN_DIR))
+    assert segatron_fairseq.__file__ == str(ROOT / "segatron_fairseq" / "__init__.py")  # this repository's
+    assert PLUGIN_DIR == str(ROOT / "segatron_fairseq")
 
 
 def _train_args(data, save_dir, max_update):

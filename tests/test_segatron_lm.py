@@ -1,6 +1,5 @@
 """segatron_lm task + Segatron-XL: stream batching, counters, memory, train/eval-lm/resume/distributed."""
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest

@@ -1,6 +1,6 @@
 """Time segatron-preprocess against fairseq-preprocess --only-source on one file.
 
-    python scripts/bench_binarizer.py FILE [--min-tokens 10000000] [--workers 2]
+    python scripts/benchmarks/bench_binarizer.py FILE [--min-tokens 10000000] [--workers 2]
 
 FILE is repeated until it holds at least --min-tokens whitespace tokens; both
 tools then binarize it as the training split (each building its dictionary)

@@ -1,6 +1,6 @@
 """Pre-training throughput and memory: Cross-Thought vs a plain masked LM of the same encoder, same tokens.
 
-    python scripts/bench_cross_thought.py [--dim 768 --heads 12 --ffn 3072 --layers 12]
+    python scripts/benchmarks/bench_cross_thought.py [--dim 768 --heads 12 --ffn 3072 --layers 12]
         [--num-sequences 500] [--sequence-length 64] [--batch-size 1] [--steps 5] [--repeats 2]
         [--dtype float32|bf16|fp16] [--encoder-chunk-sequences S] [--activation-memory]
 

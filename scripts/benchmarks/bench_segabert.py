@@ -1,6 +1,6 @@
 """Training step throughput: SegaBERT vs fairseq's RoBERTa at the same width and length.
 
-    python scripts/bench_segabert.py [--arch-size base] [--layers 12] [--batch-size 8] [--seq-len 512]
+    python scripts/benchmarks/bench_segabert.py [--arch-size base] [--layers 12] [--batch-size 8] [--seq-len 512]
                                      [--steps 10] [--repeats 2] [--dtype float32|bf16|fp16]
 
 Both models come from fairseq's registries (``segabert_base`` and

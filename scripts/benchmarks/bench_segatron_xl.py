@@ -1,6 +1,6 @@
 """Training throughput and peak memory: Segatron-XL vs Transformer-XL, same code and width.
 
-    python scripts/bench_segatron_xl.py [--layers 4] [--dim 410] [--vocab 20000] [--cutoffs A,B]
+    python scripts/benchmarks/bench_segatron_xl.py [--layers 4] [--dim 410] [--vocab 20000] [--cutoffs A,B]
                                         [--batch-size 8] [--tgt-len 150] [--mem-len 150] [--steps 20] [--repeats 2] [--dtype float32|bf16|fp16]
 
 Each measurement runs in a fresh process (so peak memory is its own): forward,

@@ -1,21 +1,20 @@
 """List what this plugin registered in fairseq's registries.
 
-``segatron-components`` (or ``python -m segatron_fairseq.cli.components``) imports
-the plugin the way ``--user-dir`` does and prints every task, model,
-architecture and criterion whose implementation lives in this package.
+``segatron-components`` (or ``python -m segatron_fairseq.cli.components``)
+prints every task, model, architecture and criterion whose implementation
+lives in this package. Importing the package (as ``--user-dir`` does, and as
+importing this module does) is what registers them.
 """
 import argparse
-import os
 from typing import Dict, List
 
-from fairseq import utils
 from fairseq.criterions import CRITERION_REGISTRY
 from fairseq.models import ARCH_CONFIG_REGISTRY, ARCH_MODEL_REGISTRY, MODEL_REGISTRY
 from fairseq.tasks import TASK_REGISTRY
 
 from segatron_fairseq import PLUGIN_DIR
 
-PLUGIN_MODULE = os.path.basename(PLUGIN_DIR)
+PLUGIN_MODULE = __name__.split(".")[0]
 
 
 def _from_plugin(obj) -> bool:
@@ -23,9 +22,7 @@ def _from_plugin(obj) -> bool:
 
 
 def plugin_components() -> Dict[str, List[str]]:
-    """Import the plugin through fairseq's --user-dir mechanism and return the
-    names it registered, per registry."""
-    utils.import_user_module(argparse.Namespace(user_dir=PLUGIN_DIR))
+    """The names the plugin registered, per registry."""
     architectures = [
         f"{arch} ({ARCH_MODEL_REGISTRY[arch].__name__})"
         for arch, fn in ARCH_CONFIG_REGISTRY.items()

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
 import torch
+from segatron_preprocess.atomic import atomic_path
 from segatron_preprocess.corpus_format import DICT_FILE, SENTENCEPIECE_FILE
 
 logger = logging.getLogger("cross_thought_rank")
@@ -243,14 +244,14 @@ def main(args) -> None:
     else:
         embeddings = hub.encode(pool, args.max_length, args.batch_size)
         os.makedirs(os.path.dirname(os.path.abspath(args.embeddings)), exist_ok=True)
-        torch.save({"key": key, "embeddings": embeddings}, args.embeddings + ".tmp")
-        os.replace(args.embeddings + ".tmp", args.embeddings)
+        with atomic_path(args.embeddings) as tmp:
+            torch.save({"key": key, "embeddings": embeddings}, tmp)
         logger.info(f"encoded {len(pool):,} candidate texts to {args.embeddings}")
 
     row_of_passage = {pid: row for row, pid in enumerate(passage_ids)}
     question_embeddings = hub.encode([q.text for q in questions], args.max_length, args.batch_size)
     ranked_lists, gold_lists = [], []
-    with open(args.output + ".tmp", "w", encoding="utf-8") as out:
+    with atomic_path(args.output) as tmp, open(tmp, "w", encoding="utf-8") as out:
         for q, question_embedding in zip(questions, question_embeddings):
             if q.candidates is not None:
                 labels, rows = list(range(len(q.candidates))), [where[t] for t in q.candidates]
@@ -263,7 +264,6 @@ def main(args) -> None:
             gold_lists.append(q.gold)
             out.write(json.dumps({"question": q.id, "text": q.text, "top_k": [
                 {"passage": labels[i], "score": round(float(scores[i]), 6)} for i in order[:args.top_k]]}) + "\n")
-    os.replace(args.output + ".tmp", args.output)
     logger.info(f"ranked candidates for {len(questions):,} questions -> {args.output}")
     with_gold = sum(1 for g in gold_lists if g)
     if with_gold:

@@ -7,6 +7,21 @@ rows of equal length L (the last one padded); shard s owns rows
 s*batch_size .. (s+1)*batch_size-1. Item k is a whole batch: columns
 [k*tgt_len, (k+1)*tgt_len) of the shard's rows, so row b of item k+1
 continues row b of item k.
+
+N = 22 tokens, batch_size = 2, num_shards = 2 (so 4 rows, L = 6), tgt_len = 4;
+the inputs are positions 0..21 (e = the leading eos), the targets 1..22:
+
+    inputs   e  t1 .. t5 | t6 .. t11       | t12 .. t17      | t18 .. t21 pad pad
+             row 0       | row 1 (shard 0) | row 2           | row 3 (shard 1)
+
+    shard 0, item 0: source [e  t1 t2 t3]   target [t1 t2 t3 t4  ]
+                            [t6 t7 t8 t9]          [t7 t8 t9 t10 ]
+             item 1: source [t4  t5 ]       target [t5  t6 ]
+                            [t10 t11]              [t11 t12]
+
+The sentence / paragraph start flags of each input position come from the
+token and sentence indexes (``corpus_format.sentence_starts`` /
+``paragraph_starts``); the leading eos starts both.
 """
 import math
 

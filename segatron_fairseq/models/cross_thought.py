@@ -24,6 +24,7 @@ from fairseq.utils import safe_getattr
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
+from segatron_fairseq.models.architecture_defaults import TINY_ENCODER, set_defaults
 from segatron_fairseq.modules import CrossSequenceLayer
 
 
@@ -299,10 +300,7 @@ def cross_thought_base_architecture(args):
 
 @register_model_architecture("cross_thought", "cross_thought_tiny")
 def cross_thought_tiny_architecture(args):
-    args.encoder_layers = safe_getattr(args, "encoder_layers", 2)
-    args.encoder_embed_dim = safe_getattr(args, "encoder_embed_dim", 64)
-    args.encoder_ffn_embed_dim = safe_getattr(args, "encoder_ffn_embed_dim", 128)
-    args.encoder_attention_heads = safe_getattr(args, "encoder_attention_heads", 4)
+    set_defaults(args, **TINY_ENCODER)
     args.max_positions = safe_getattr(args, "max_positions", 128)
     # BERT's 0.02 suits width 768; at width 64 it leaves the cross-sequence route (word -> special state ->
     # other sequence -> masked word) too weak to start learning, so 1 / sqrt(width) as in Xavier's scale

@@ -8,7 +8,7 @@ input embedding changes. The indexes come in as ``paragraph_index``,
 positions and no index tables (architectures ``segabert_bert_*``: fairseq
 itself registers ``bert_base``/``bert_large`` for its legacy masked_lm model).
 """
-from fairseq.models import register_model, register_model_architecture
+from fairseq.models import register_model
 from fairseq.models.roberta.model import (
     RobertaEncoder,
     RobertaModel,
@@ -18,6 +18,8 @@ from fairseq.models.roberta.model import (
 from fairseq.modules.transformer_sentence_encoder import init_bert_params
 from fairseq.utils import safe_getattr
 from torch import nn
+
+from segatron_fairseq.models.architecture_defaults import TINY_ENCODER, register_architecture, set_defaults
 
 # rows of the paragraph / sentence / token index tables (the paper's 50 / 100 / 256)
 SEGMENT_TABLE_SIZES = {"paragraph": 50, "sentence": 100, "token": 256}
@@ -73,58 +75,34 @@ class SegaBERTModel(RobertaModel):
 
     @classmethod
     def build_model(cls, args, task):
-        segabert_base_architecture(args)
+        segabert_architecture(args, segment_positions=True, roberta_architecture=base_architecture)
         if not safe_getattr(args, "max_positions", None):
             args.max_positions = task.max_positions() or 512
         return cls(args, SegaBERTEncoder(args, task.source_dictionary))
 
 
 def _segment_defaults(args, segment_positions: bool):
-    if safe_getattr(args, "no_segment_positions", None) is None:
-        args.no_segment_positions = not segment_positions
-    for name, size in SEGMENT_TABLE_SIZES.items():
-        setattr(args, f"max_{name}_index", safe_getattr(args, f"max_{name}_index", size))
+    set_defaults(args, no_segment_positions=not segment_positions,
+                 **{f"max_{name}_index": size for name, size in SEGMENT_TABLE_SIZES.items()})
     # SegaBERT replaces absolute positions by the token index within the sentence
     args.no_token_positional_embeddings = not args.no_segment_positions
 
 
-@register_model_architecture("segabert", "segabert_base")
-def segabert_base_architecture(args):
-    _segment_defaults(args, segment_positions=True)
-    base_architecture(args)
+def segabert_architecture(args, segment_positions: bool, roberta_architecture, tiny: bool = False) -> None:
+    """SegaBERT (index tables) or BERT (absolute positions) at a RoBERTa size."""
+    _segment_defaults(args, segment_positions)
+    if tiny:
+        set_defaults(args, **TINY_ENCODER)
+    roberta_architecture(args)
 
 
-@register_model_architecture("segabert", "segabert_large")
-def segabert_large_architecture(args):
-    _segment_defaults(args, segment_positions=True)
-    roberta_large_architecture(args)
-
-
-@register_model_architecture("segabert", "segabert_bert_base")
-def bert_base_architecture(args):
-    _segment_defaults(args, segment_positions=False)
-    base_architecture(args)
-
-
-@register_model_architecture("segabert", "segabert_bert_large")
-def bert_large_architecture(args):
-    _segment_defaults(args, segment_positions=False)
-    roberta_large_architecture(args)
-
-
-@register_model_architecture("segabert", "segabert_tiny")
-def segabert_tiny_architecture(args):
-    args.encoder_layers = safe_getattr(args, "encoder_layers", 2)
-    args.encoder_embed_dim = safe_getattr(args, "encoder_embed_dim", 64)
-    args.encoder_ffn_embed_dim = safe_getattr(args, "encoder_ffn_embed_dim", 128)
-    args.encoder_attention_heads = safe_getattr(args, "encoder_attention_heads", 4)
-    segabert_base_architecture(args)
-
-
-@register_model_architecture("segabert", "segabert_bert_tiny")
-def bert_tiny_architecture(args):
-    _segment_defaults(args, segment_positions=False)
-    segabert_tiny_architecture(args)
+for _arch, _segment_positions, _roberta, _tiny in (("segabert_base", True, base_architecture, False),
+                                                   ("segabert_large", True, roberta_large_architecture, False),
+                                                   ("segabert_bert_base", False, base_architecture, False),
+                                                   ("segabert_bert_large", False, roberta_large_architecture, False),
+                                                   ("segabert_tiny", True, base_architecture, True),
+                                                   ("segabert_bert_tiny", False, base_architecture, True)):
+    register_architecture("segabert", _arch, segabert_architecture, _segment_positions, _roberta, _tiny)
 
 
 __all__ = ["SegaBERTEncoder", "SegaBERTModel"]

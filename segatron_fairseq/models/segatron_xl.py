@@ -18,10 +18,11 @@ import torch
 import torch.nn.functional as F
 from fairseq import utils
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
-from fairseq.models import FairseqDecoder, FairseqLanguageModel, register_model, register_model_architecture
+from fairseq.models import FairseqDecoder, FairseqLanguageModel, register_model
 from fairseq.modules import AdaptiveInput, AdaptiveSoftmax
 from torch import Tensor, nn
 
+from segatron_fairseq.models.architecture_defaults import register_architecture, set_defaults
 from segatron_fairseq.models.segatron_xl_presets import MODEL_PRESETS, SEGMENT_PARTS
 from segatron_fairseq.modules import ORIGINS, SegatronXLLayer, SegmentDistances, segment_part_dims
 
@@ -34,7 +35,8 @@ class SegatronXLConfig(FairseqDataclass):
     # defaults: the WikiText-103 base model (segatron_xl_presets)
     decoder_layers: int = field(default=_BASE["decoder_layers"], metadata={"help": "number of layers"})
     decoder_embed_dim: int = field(default=_BASE["decoder_embed_dim"], metadata={"help": "model width d"})
-    decoder_attention_heads: int = field(default=_BASE["decoder_attention_heads"], metadata={"help": "attention heads"})
+    decoder_attention_heads: int = field(default=_BASE["decoder_attention_heads"],
+                                         metadata={"help": "attention heads"})
     decoder_head_dim: int = field(default=_BASE["decoder_head_dim"], metadata={"help": "width of one head"})
     decoder_ffn_embed_dim: int = field(default=_BASE["decoder_ffn_embed_dim"],
                                        metadata={"help": "feed-forward inner width"})
@@ -43,7 +45,8 @@ class SegatronXLConfig(FairseqDataclass):
                                      metadata={"help": "dropout on attention probabilities"})
     pre_norm: bool = field(default=False, metadata={"help": "LayerNorm before each sub-layer"})
     mem_len: int = field(default=_BASE["mem_len"], metadata={"help": "segments of memory kept, in tokens"})
-    clamp_len: int = field(default=_BASE["clamp_len"], metadata={"help": "clamp token distances to this (-1: no clamp)"})
+    clamp_len: int = field(default=_BASE["clamp_len"],
+                           metadata={"help": "clamp token distances to this (-1: no clamp)"})
     share_position_biases: bool = field(
         default=False, metadata={"help": "one u, v pair for all layers (default: one per layer)"}
     )
@@ -253,12 +256,6 @@ class SegatronXLModel(FairseqLanguageModel):
         self.decoder.reset_memory(training)
 
 
-def _set(cfg, **defaults):
-    for name, value in defaults.items():
-        if getattr(cfg, name, None) is None:
-            setattr(cfg, name, value)
-
-
 def _apply(cfg, model: str, preset: str) -> None:
     """``preset``'s fields where the user gave none; Transformer-XL always
     without segment parts."""
@@ -266,30 +263,13 @@ def _apply(cfg, model: str, preset: str) -> None:
         for name, value in SEGMENT_PARTS[model].items():
             setattr(cfg, name, value)
     else:
-        _set(cfg, **SEGMENT_PARTS[model])
-    _set(cfg, **MODEL_PRESETS[preset])
+        set_defaults(cfg, **SEGMENT_PARTS[model])
+    set_defaults(cfg, **MODEL_PRESETS[preset])
 
 
-@register_model_architecture("segatron_xl", "segatron_xl_wt103_base")
-def segatron_xl_wt103_base(cfg):
-    _apply(cfg, "segatron_xl", "wt103_base")
-
-
-@register_model_architecture("segatron_xl", "transformer_xl_wt103_base")
-def transformer_xl_wt103_base(cfg):
-    _apply(cfg, "transformer_xl", "wt103_base")
-
-
-@register_model_architecture("segatron_xl", "segatron_xl_wt103_large")
-def segatron_xl_wt103_large(cfg):
-    _apply(cfg, "segatron_xl", "wt103_large")
-
-
-@register_model_architecture("segatron_xl", "segatron_xl_tiny")
-def segatron_xl_tiny(cfg):
-    _apply(cfg, "segatron_xl", "tiny")
-
-
-@register_model_architecture("segatron_xl", "transformer_xl_tiny")
-def transformer_xl_tiny(cfg):
-    _apply(cfg, "transformer_xl", "tiny")
+for _arch, _model, _preset in (("segatron_xl_wt103_base", "segatron_xl", "wt103_base"),
+                               ("transformer_xl_wt103_base", "transformer_xl", "wt103_base"),
+                               ("segatron_xl_wt103_large", "segatron_xl", "wt103_large"),
+                               ("segatron_xl_tiny", "segatron_xl", "tiny"),
+                               ("transformer_xl_tiny", "transformer_xl", "tiny")):
+    register_architecture("segatron_xl", _arch, _apply, _model, _preset)

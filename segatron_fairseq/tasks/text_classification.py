@@ -15,7 +15,6 @@ import os
 from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
 
-from fairseq.dataclass import FairseqDataclass
 from omegaconf import II
 
 from segatron_fairseq.data.glue_tsv import GLUE_TASKS, GlueFormat, read_tsv

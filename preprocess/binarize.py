@@ -50,11 +50,7 @@ class Segmenter:
         if unit.kind != readers.PARAGRAPH or self.splitter is None:
             return [self.subwords.encode(unit.text)]
         words = unit.text.split(" ")
-        starts, position = [], 0
-        for word in words:
-            starts.append(position)
-            position += len(word) + 1
-        numbers = sentences.sentence_of_tokens(self.splitter, unit.text, starts)
+        numbers = sentences.sentence_numbers(self.splitter, words)
         grouped: List[List[str]] = [[] for _ in range(numbers[-1] + 1)]
         for word, number in zip(words, numbers):
             grouped[number].append(word)

@@ -1,0 +1,93 @@
+"""Sentence boundaries: the rules on small cases, and precision / recall on a hand-made gold set of real text."""
+import os
+from pathlib import Path
+
+import pytest
+from segatron_preprocess import readers, sentences
+
+from conftest import ROOT
+
+GOLD = Path(__file__).resolve().parent / "data" / "sentence_gold" / "wikitext2-valid.sentences.txt"
+WIKITEXT2_VALID = ROOT.parent / "shared" / "data" / "wikitext2" / "wiki.valid.tokens"
+TRAIN_TEXT = ("The crab lives near the reef . It hides under a ledge . Mr. Smith saw it at St. Mary 's Bay . "
+              "Dr. Jones counted 3 @.@ 5 crabs per metre . The U.S. survey agreed . ") * 40
+
+
+@pytest.fixture(scope="module")
+def small_splitter():
+    return sentences.load_params(sentences.train([TRAIN_TEXT], 1 << 20))
+
+
+def split(splitter, text):
+    words = text.split(" ")
+    numbers = sentences.sentence_numbers(splitter, words)
+    out = [[] for _ in range(numbers[-1] + 1)]
+    for word, number in zip(words, numbers):
+        out[number].append(word)
+    return [" ".join(s) for s in out]
+
+
+def test_wikitext_number_markup_never_ends_a_sentence(small_splitter):
+    assert split(small_splitter, "It is 0 @.@ 7 kg . It grew to 1 @,@ 000 of 2 @-@ 3 m .") == [
+        "It is 0 @.@ 7 kg .", "It grew to 1 @,@ 000 of 2 @-@ 3 m ."]
+
+
+def test_titles_and_initials_do_not_end_sentences(small_splitter):
+    assert split(small_splitter, "Mr. Churchill met Dr. Hook at St. Paul with No. 2 Squadron and H. Milne . "
+                                 "They left .") == [
+        "Mr. Churchill met Dr. Hook at St. Paul with No. 2 Squadron and H. Milne .", "They left ."]
+
+
+def test_closing_quotes_stay_with_their_sentence(small_splitter):
+    assert split(small_splitter, 'He said " it is late . " Then he left . " Go home , " she said .') == [
+        'He said " it is late . "', "Then he left .", '" Go home , " she said .']
+
+
+def test_trained_models_are_seeded_with_abbreviations():
+    params = sentences.train(["A short text . Another one ."], 1 << 20)
+    assert {"mr", "dr", "st", "no", "jan", "u.s", "j"} <= params.abbrev_types
+
+
+def read_gold():
+    paragraphs, sentences_of = [], []
+    for line in GOLD.read_text(encoding="utf-8").splitlines():
+        if line.startswith("# line"):
+            sentences_of = []
+        elif not line:
+            paragraphs.append(sentences_of)
+        else:
+            sentences_of.append(line.split(" "))
+    return paragraphs
+
+
+def boundaries(sentence_words):
+    cuts, position = set(), 0
+    for words in sentence_words[:-1]:
+        position += len(words)
+        cuts.add(position)
+    return cuts
+
+
+@pytest.mark.skipif(not WIKITEXT2_VALID.is_file(), reason="needs ../shared/data/wikitext2")
+def test_precision_and_recall_on_the_gold_set():
+    """Punkt trained on WikiText-2 valid (as `segatron-preprocess --sentence-splitter punkt-trained` trains it
+    on a training split) against the hand-made gold set: precision >= 99%, recall >= 98%."""
+    gold = read_gold()
+    assert sum(len(p) - 1 for p in gold) >= 600
+    path = str(WIKITEXT2_VALID)
+    units = readers.read_units(path, "wikitext", 0, os.path.getsize(path))
+    splitter = sentences.load_params(sentences.train((u.text for u in units if u.kind == readers.PARAGRAPH),
+                                                     5_000_000))
+    true_positive = false_positive = false_negative = 0
+    for paragraph in gold:
+        words = [w for s in paragraph for w in s]
+        numbers = sentences.sentence_numbers(splitter, words)
+        ours = {k for k in range(1, len(words)) if numbers[k] != numbers[k - 1]}
+        expected = boundaries(paragraph)
+        true_positive += len(ours & expected)
+        false_positive += len(ours - expected)
+        false_negative += len(expected - ours)
+    precision = true_positive / (true_positive + false_positive)
+    recall = true_positive / (true_positive + false_negative)
+    print(f"gold set: {true_positive + false_negative} boundaries, precision {precision:.4f}, recall {recall:.4f}")
+    assert precision >= 0.99 and recall >= 0.98

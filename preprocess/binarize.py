@@ -15,7 +15,7 @@ import torch
 from fairseq.data import Dictionary, indexed_dataset
 
 from . import readers, sentences
-from .corpus_format import INDEX_DTYPE, INDEX_NAMES, MAX_INDEX, index_prefix
+from .corpus_format import INDEX_NAMES, index_dtypes, index_prefix
 from .errors import PreprocessError
 from .indexer import DocumentIndexer
 from .jobs import Job
@@ -45,9 +45,12 @@ class Segmenter:
 
     splitter: object  # PunktSentenceTokenizer, or None when sentences are not needed
     subwords: object  # subwords.Words or subwords.SentencePiece
+    split_headings: bool = False  # --stream-style authors: titles and headings are split like text
 
     def sentences(self, unit: readers.Unit) -> List[List[str]]:
-        if unit.kind != readers.PARAGRAPH or self.splitter is None:
+        split = unit.kind == readers.PARAGRAPH or (self.split_headings and unit.kind in (readers.TITLE,
+                                                                                         readers.HEADING))
+        if not split or self.splitter is None:
             return [self.subwords.encode(unit.text)]
         words = unit.text.split(" ")
         numbers = sentences.sentence_numbers(self.splitter, words)
@@ -60,12 +63,13 @@ class Segmenter:
         return [self.subwords.encode(" ".join(g)) for g in grouped]
 
 
-def count_tokens(path: str, input_format: str, start: int, end: int, segmenter: Segmenter) -> Counter:
+def count_tokens(path: str, input_format: str, start: int, end: int, segmenter: Segmenter,
+                 stream_style: str) -> Counter:
     """Token counts for the dictionary, as fairseq counts them (eos per item)."""
     counts: Counter = collections.Counter()
     eos = 0
     for unit in readers.read_units(path, input_format, start, end):
-        if unit.kind == readers.DOC_BREAK:
+        if unit.kind == readers.DOC_BREAK or (unit.kind == readers.BLANK and stream_style == "authors"):
             continue
         eos += 1
         if unit.kind != readers.BLANK:
@@ -76,13 +80,13 @@ def count_tokens(path: str, input_format: str, start: int, end: int, segmenter: 
 
 
 class _Builders:
-    def __init__(self, prefix: str, vocab_size: int):
+    def __init__(self, prefix: str, vocab_size: int, dtypes):
         self.tokens = indexed_dataset.make_builder(
             indexed_dataset.data_file_path(prefix), impl="mmap", vocab_size=vocab_size
         )
         self.indexes = [
             indexed_dataset.MMapIndexedDatasetBuilder(
-                indexed_dataset.data_file_path(index_prefix(prefix, name)), dtype=INDEX_DTYPE
+                indexed_dataset.data_file_path(index_prefix(prefix, name)), dtype=dtypes[name]
             )
             for name in INDEX_NAMES
         ]
@@ -107,17 +111,26 @@ def binarize_range(
     out_prefix: str,
     dictionary: Dictionary,
     segmenter: Segmenter,
+    stream_style: str,
 ) -> Stats:
-    """Write the items of ``path[start:end]`` (whole documents) to ``out_prefix``."""
+    """Write the items of ``path[start:end]`` (whole documents) to ``out_prefix``.
+    With the authors' stream style the paragraph index counts from 0 in this
+    range; ``output.continue_paragraph_index`` makes it run over the split."""
     stats = Stats()
-    builders = _Builders(out_prefix, len(dictionary))
+    dtypes = index_dtypes(stream_style)
+    limits = {name: int(np.iinfo(dtype).max) for name, dtype in dtypes.items()}
+    builders = _Builders(out_prefix, len(dictionary), dtypes)
     indexer = DocumentIndexer()
     indices, unk, eos = dictionary.indices, dictionary.unk_index, dictionary.eos_index
+    authors = stream_style == "authors"
     document_has_text = False
     for unit in readers.read_units(path, input_format, start, end):
         if unit.kind == readers.DOC_BREAK:
-            indexer.start_document()
+            if not authors:
+                indexer.start_document()
             document_has_text = False
+            continue
+        if unit.kind == readers.BLANK and authors:
             continue
         if unit.kind == readers.BLANK:
             ids = [eos]
@@ -136,11 +149,12 @@ def binarize_range(
             if not document_has_text:
                 stats.documents += 1
                 document_has_text = True
-        if max(paragraph[0], sentence[-1], max(token)) > MAX_INDEX:
-            raise PreprocessError(
-                f"{path}: line {readers.line_number(path, unit.offset)}: a paragraph, sentence or token index "
-                f"exceeds {MAX_INDEX} (the index datasets store uint16); split the document or paragraph"
-            )
+        for name, largest in (("paragraph", paragraph[0]), ("sentence", sentence[-1]), ("token", max(token))):
+            if largest > limits[name]:
+                raise PreprocessError(
+                    f"{path}: line {readers.line_number(path, unit.offset)}: a {name} index exceeds "
+                    f"{limits[name]} (the {name} dataset stores {np.dtype(dtypes[name]).name}); split the "
+                    f"document or paragraph")
         builders.add(ids, paragraph, sentence, token)
         stats.items += 1
         stats.tokens += len(ids)
@@ -151,13 +165,14 @@ def binarize_range(
 class Worker:
     """Picklable callable for multiprocessing: one Job at a time."""
 
-    def __init__(self, dictionary: Optional[Dictionary], segmenter: Segmenter):
+    def __init__(self, dictionary: Optional[Dictionary], segmenter: Segmenter, stream_style: str):
         self.dictionary = dictionary
         self.segmenter = segmenter
+        self.stream_style = stream_style
 
     def __call__(self, job: Job):
         if job.out_prefix is None:
-            return job, count_tokens(job.path, job.input_format, job.start, job.end, self.segmenter)
-        return job, binarize_range(
-            job.path, job.input_format, job.start, job.end, job.out_prefix, self.dictionary, self.segmenter
-        )
+            return job, count_tokens(job.path, job.input_format, job.start, job.end, self.segmenter,
+                                     self.stream_style)
+        return job, binarize_range(job.path, job.input_format, job.start, job.end, job.out_prefix,
+                                   self.dictionary, self.segmenter, self.stream_style)

@@ -9,6 +9,7 @@ import argparse
 import logging
 import sys
 
+from .corpus_format import STREAM_STYLES
 from .readers import INPUT_FORMATS
 
 
@@ -26,18 +27,26 @@ def get_parser() -> argparse.ArgumentParser:
     p.add_argument("--input-format", choices=INPUT_FORMATS, default="lines",
                    help="wikitext: WikiText-103 files; lines: one paragraph per line, a blank line ends a "
                         "document; jsonl: one document per line with a 'text' field")
-    p.add_argument("--sentence-splitter", default="auto",
-                   help="punkt-pretrained | punkt-trained | PATH (a punkt_tab directory, or a punkt.json "
-                        "of segatron-preprocess 0.1.0); auto: NLTK's English model if installed, else "
-                        "punkt-trained")
+    p.add_argument("--sentence-splitter", default="punkt-trained",
+                   help="punkt-trained: Punkt trained on the training split (seeded with English abbreviations) "
+                        "and saved in DESTDIR/punkt_tab, or the one saved there; punkt-pretrained: NLTK's "
+                        "English model (must be installed); PATH: a punkt_tab directory, or a punkt.json of "
+                        "segatron-preprocess 0.1.0. Recorded in segatron_preprocess.json; a destination refuses "
+                        "a second splitter")
+    p.add_argument("--stream-style", choices=STREAM_STYLES, default="fairseq",
+                   help="fairseq: the items of fairseq-preprocess (blank lines are eos-only items, headings one "
+                        "sentence, the paragraph index restarts at each document); authors: the Segatron "
+                        "authors' WikiText-103 stream (blank lines dropped, headings split like text, the "
+                        "paragraph index runs over the split)")
     p.add_argument("--punkt-train-chars", type=int, default=5_000_000,
                    help="train Punkt on at most this many characters of the training split")
     p.add_argument("--bpe", choices=("none", "sentencepiece"), default="none",
                    help="sub-words: none keeps the whitespace tokens (as fairseq-preprocess); sentencepiece "
                         "splits each sentence with a unigram sentencepiece model")
     p.add_argument("--bpe-model", help="an existing sentencepiece model (else trained on the training split)")
-    p.add_argument("--bpe-vocab-size", type=int, default=32000,
-                   help="pieces of the sentencepiece model trained when there is no --bpe-model")
+    p.add_argument("--bpe-vocab-size", type=int, default=None,
+                   help="pieces of the sentencepiece model trained when there is no --bpe-model (default 32000); "
+                        "must match the model a destination already holds")
     p.add_argument("--bpe-train-sentences", type=int, default=2_000_000,
                    help="train sentencepiece on at most this many sentences of the training split")
     p.add_argument("--chunk-bytes", type=int, default=4 << 20,
@@ -50,16 +59,23 @@ def cli_main(argv=None) -> None:
                         level=logging.INFO, stream=sys.stdout)
     parser = get_parser()
     args = parser.parse_args(argv)
-    if args.workers < 1:
-        parser.error("--workers must be >= 1")
+    for option in ("workers", "chunk_bytes", "punkt_train_chars", "bpe_train_sentences", "bpe_vocab_size"):
+        value = getattr(args, option)
+        if value is not None and value < 1:
+            parser.error(f"--{option.replace('_', '-')} must be >= 1, not {value}")
     from .errors import PreprocessError
     from .pipeline import run
+    from .staging import Interrupted
 
     try:
         run(args)
     except PreprocessError as err:
         print(f"segatron-preprocess: error: {err}", file=sys.stderr)
         raise SystemExit(1)
+    except Interrupted as stop:
+        print(f"segatron-preprocess: stopped by {stop}: workers ended, temporary files removed, {args.destdir} "
+              f"left as it was", file=sys.stderr)
+        raise SystemExit(128 + stop.signum)
 
 
 if __name__ == "__main__":

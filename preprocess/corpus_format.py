@@ -11,7 +11,8 @@ it). Only numpy is imported here, so both sides can use it cheaply.
       sentencepiece.model               with --bpe sentencepiece
       punkt_tab/                        a trained Punkt model (NLTK's punkt_tab format);
                                         0.1.0 wrote punkt.json instead, still read
-      segatron_preprocess.json          metadata: input_format, sentence_splitter, bpe, splits
+      segatron_preprocess.json          metadata: the run's settings and, per split, a summary and
+                                        its manifest (the state and byte size of its eight files)
 
 Index semantics (0-based, per token, eos included): paragraph in its document,
 sentence in its paragraph, token in its sentence (see ``indexer.py``). So a
@@ -32,7 +33,19 @@ import numpy as np
 
 INDEX_NAMES = ("paragraph", "sentence", "token")
 INDEX_DTYPE = np.uint16
-MAX_INDEX = int(np.iinfo(INDEX_DTYPE).max)
+
+# --stream-style: "fairseq" (the default) writes the items fairseq-preprocess writes; "authors" follows the
+# Segatron authors' WikiText-103 stream: no blank-line items, headings split into sentences like text, and
+# a paragraph index that runs over the whole split (never reset at documents, so stored as uint32)
+STREAM_STYLES = ("fairseq", "authors")
+
+
+def index_dtypes(stream_style: str) -> Dict[str, type]:
+    """The dtype of each index dataset."""
+    dtypes = {name: INDEX_DTYPE for name in INDEX_NAMES}
+    if stream_style == "authors":
+        dtypes["paragraph"] = np.uint32
+    return dtypes
 
 DICT_FILE = "dict.txt"
 METADATA_FILE = "segatron_preprocess.json"
@@ -42,7 +55,11 @@ LEGACY_PUNKT_FILE = "punkt.json"
 
 # keys of METADATA_FILE
 INPUT_FORMAT, SENTENCE_SPLITTER, BPE, SPLITS = "input_format", "sentence_splitter", "bpe", "splits"
+STREAM_STYLE, BPE_VOCAB_SIZE = "stream_style", "bpe_vocab_size"
 NO_BPE = "none"
+# a split's manifest in SPLITS[split]: STATE is WRITING from before its files are replaced until
+# FILES (file name -> size in bytes) is written, last; splits of 0.1.0 have neither
+STATE, WRITING, COMPLETE, FILES = "state", "writing", "complete", "files"
 
 
 def index_prefix(prefix: str, name: str) -> str:
@@ -53,6 +70,11 @@ def index_prefix(prefix: str, name: str) -> str:
 def dataset_prefixes(prefix: str) -> List[str]:
     """The token dataset's prefix, then one per index."""
     return [prefix] + [index_prefix(prefix, name) for name in INDEX_NAMES]
+
+
+def dataset_files(prefix: str) -> List[str]:
+    """The eight files of a split: ``.bin`` and ``.idx`` of the tokens and of each index."""
+    return [f"{p}.{ext}" for p in dataset_prefixes(prefix) for ext in ("bin", "idx")]
 
 
 def sentence_starts(token_index: np.ndarray) -> np.ndarray:

@@ -9,6 +9,7 @@ from typing import Callable, Iterator, List, Optional
 from tqdm import tqdm
 
 from . import readers
+from .staging import worker_process_setup
 
 
 @dataclasses.dataclass
@@ -39,6 +40,7 @@ class _PoolWorker:
 
     @classmethod
     def initialize(cls, function: Callable) -> None:
+        worker_process_setup()
         cls.function = function
 
     @classmethod

@@ -1,53 +1,43 @@
-"""One ``segatron-preprocess`` run: resolve the splitter, sub-words and
-dictionary, binarize every split in document-aligned jobs, merge, record."""
+"""One ``segatron-preprocess`` run, all or nothing:
+
+1. check every input file and option, and the destination's recorded settings;
+2. in a staging directory: resolve the splitter, sub-words and dictionary,
+   binarize every split in document-aligned jobs, merge;
+3. commit (``output.commit``): only now does the destination change.
+"""
 import logging
 import os
-import shutil
-import tempfile
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
-from . import sentences, subwords
 from .binarize import Segmenter, Stats, Worker
-from .corpus_format import BPE, DICT_FILE, INPUT_FORMAT, SENTENCE_SPLITTER
+from .corpus_format import BPE, BPE_VOCAB_SIZE, DICT_FILE, INPUT_FORMAT, SENTENCE_SPLITTER, STREAM_STYLE, \
+    read_metadata
 from .errors import PreprocessError
+from .inputs import check_text_file, input_files
 from .jobs import plan_jobs, run_jobs
-from .output import merge_chunks, update_metadata
-from .resources import build_dictionary, load_dictionary, resolve_dictionary, resolve_splitter, resolve_subwords
+from .output import commit, continue_paragraph_index, merge_chunks
+from .resources import Resources, build_dictionary, load_dictionary, resolve_dictionary, resolve_splitter, \
+    resolve_subwords
+from .staging import interruptible, remove_abandoned, staging_directory
+from . import subwords
 
 logger = logging.getLogger("segatron_preprocess")
 
 
-def input_files(trainpref: Optional[str], validpref: Optional[str], testpref: Optional[str]) -> List[Tuple[str, str]]:
-    """(split, path) pairs: train, valid, valid1, ..., test, test1, ...; each path must be a non-empty file."""
-    splits = []
-    if trainpref:
-        splits.append(("train", trainpref))
-    for name, prefs in (("valid", validpref), ("test", testpref)):
-        for k, path in enumerate(prefs.split(",") if prefs else []):
-            splits.append((name if k == 0 else f"{name}{k}", path))
-    if not splits:
-        raise PreprocessError("nothing to do: give --trainpref, --validpref or --testpref")
-    for split, path in splits:
-        if not os.path.isfile(path):
-            raise PreprocessError(f"{path}: input file for split '{split}' does not exist")
-        if os.path.getsize(path) == 0:
-            raise PreprocessError(f"{path}: input file for split '{split}' is empty")
-    return splits
-
-
-def binarize_split(split: str, path: str, input_format: str, chunk_bytes: int, workers: int, dictionary,
-                   segmenter: Segmenter, destdir: str, work_dir: str) -> Stats:
-    chunk_dir = os.path.join(work_dir, split)
+def binarize_split(split: str, path: str, args, worker: Worker, stage: str) -> Stats:
+    """Binarize ``path`` into ``stage/split`` (through per-job chunks)."""
+    chunk_dir = os.path.join(stage, f"{split}.chunks")
     os.makedirs(chunk_dir)
-    jobs = plan_jobs(path, input_format, chunk_bytes, workers, chunk_dir)
-    stats = Stats()
-    for chunk_stats in run_jobs(jobs, Worker(dictionary, segmenter), workers, split):
-        stats.add(chunk_stats)
+    jobs = plan_jobs(path, args.input_format, args.chunk_bytes, args.workers, chunk_dir)
+    stats, chunk_stats = Stats(), []
+    for result in run_jobs(jobs, worker, args.workers, split):
+        stats.add(result)
+        chunk_stats.append(result)
     if stats.items == 0:
-        raise PreprocessError(f"{path}: no text found for split '{split}' (input format {input_format})")
-    merge_chunks([job.out_prefix for job in jobs], os.path.join(work_dir, f"{split}.merged"),
-                 os.path.join(destdir, split))
-    shutil.rmtree(chunk_dir)
+        raise PreprocessError(f"{path}: no text found for split '{split}' (input format {args.input_format})")
+    merge_chunks([job.out_prefix for job in jobs], os.path.join(stage, split))
+    if args.stream_style == "authors":
+        continue_paragraph_index(os.path.join(stage, split), chunk_stats)
     return stats
 
 
@@ -61,50 +51,73 @@ def _log_summary(split: str, path: str, stats: Stats) -> None:
     )
 
 
+def _check_recorded_settings(destdir: str, metadata: Dict, args) -> None:
+    """Settings that must agree with the splits already in the destination."""
+    recorded = {BPE: metadata.get(BPE), STREAM_STYLE: metadata.get(STREAM_STYLE, "fairseq" if metadata else None)}
+    wanted = {BPE: args.bpe, STREAM_STYLE: args.stream_style}
+    for key, value in recorded.items():
+        if value is not None and value != wanted[key]:
+            option = "--" + key.replace("_", "-")
+            raise PreprocessError(f"{destdir} was binarized with {option} {value}, this run asks for "
+                                  f"{option} {wanted[key]}; use another --destdir")
+
+
+def check_run(args) -> Tuple[List[Tuple[str, str]], Optional[object], Dict]:
+    """Everything that can be checked before work starts: the inputs, the
+    options, and the destination's recorded settings."""
+    splits = input_files(args.trainpref, args.validpref, args.testpref)
+    for split, path in splits:
+        check_text_file(path, split, args.input_format)
+    srcdict = load_dictionary(args.srcdict) if args.srcdict else None
+    if os.path.exists(args.destdir) and not os.path.isdir(args.destdir):
+        raise PreprocessError(f"{args.destdir}: --destdir is a file, not a directory")
+    metadata = read_metadata(args.destdir) if os.path.isdir(args.destdir) else {}
+    _check_recorded_settings(args.destdir, metadata, args)
+    return splits, srcdict, metadata
+
+
 def run(args) -> None:
     """The whole run for parsed ``segatron-preprocess`` arguments."""
-    splits = input_files(args.trainpref, args.validpref, args.testpref)
+    splits, srcdict, metadata = check_run(args)
     train_path = args.trainpref
-    srcdict = load_dictionary(args.srcdict) if args.srcdict else None
-    if args.sentence_splitter == "punkt-pretrained" and not sentences.pretrained_available():
-        raise PreprocessError(
-            "--sentence-splitter punkt-pretrained: NLTK's English Punkt model (punkt_tab) is not installed; "
-            "use punkt-trained or a path"
-        )
-    os.makedirs(args.destdir, exist_ok=True)
+    remove_abandoned(args.destdir)
+    with interruptible(), staging_directory(args.destdir) as stage:
+        resources = Resources(args.destdir, stage)
 
-    def dictionary_for(counting: Segmenter):
-        def build():
-            if train_path is None:
-                return None
-            return build_dictionary(train_path, args.input_format, counting, args.chunk_bytes, args.workers,
-                                    args.thresholdsrc, args.nwordssrc)
-        return resolve_dictionary(args.destdir, srcdict, build)
+        def dictionary_for(counting: Segmenter):
+            def build():
+                if train_path is None:
+                    return None
+                return build_dictionary(train_path, args.input_format, counting, args.chunk_bytes, args.workers,
+                                        args.thresholdsrc, args.nwordssrc, args.stream_style)
+            return resolve_dictionary(resources, srcdict, build)
 
-    if args.bpe == "none":
-        # whitespace tokens do not depend on sentences: settle the dictionary
-        # (and refuse a conflicting one) before anything else is written
-        dictionary = dictionary_for(Segmenter(None, subwords.Words()))
-    splitter, splitter_name = resolve_splitter(args.sentence_splitter, args.destdir, train_path,
-                                               args.input_format, args.punkt_train_chars)
-    logger.info(f"sentence splitter: {splitter_name}")
-    segmenter = Segmenter(splitter, resolve_subwords(args.bpe, args.bpe_model, args.destdir, train_path,
-                                                     args.input_format, splitter, args.bpe_vocab_size,
-                                                     args.bpe_train_sentences))
-    if args.bpe != "none":
-        dictionary = dictionary_for(segmenter)
-    logger.info(f"dictionary: {len(dictionary):,} types ({os.path.join(args.destdir, DICT_FILE)})")
+        split_headings = args.stream_style == "authors"
+        if args.bpe == "none":
+            # whitespace tokens do not depend on sentences: settle the dictionary
+            # (and refuse a conflicting one) before training anything
+            dictionary = dictionary_for(Segmenter(None, subwords.Words()))
+        splitter, splitter_identity = resolve_splitter(args.sentence_splitter, resources, train_path,
+                                                       args.input_format, args.punkt_train_chars,
+                                                       metadata.get(SENTENCE_SPLITTER))
+        logger.info(f"sentence splitter: {splitter_identity['name']} ({splitter_identity['source']}, sha256 "
+                    f"{splitter_identity['sha256'][:12]})")
+        words = resolve_subwords(args.bpe, args.bpe_model, args.bpe_vocab_size, resources, train_path,
+                                 args.input_format, splitter, args.bpe_train_sentences)
+        segmenter = Segmenter(splitter, words, split_headings)
+        if args.bpe != "none":
+            dictionary = dictionary_for(segmenter)
+        logger.info(f"dictionary: {len(dictionary):,} types ({os.path.join(args.destdir, DICT_FILE)})")
 
-    work_dir = tempfile.mkdtemp(prefix=".segatron-preprocess-", dir=args.destdir)
-    summaries = {}
-    try:
+        worker = Worker(dictionary, segmenter, args.stream_style)
+        summaries = {}
         for split, path in splits:
-            stats = binarize_split(split, path, args.input_format, args.chunk_bytes, args.workers, dictionary,
-                                   segmenter, args.destdir, work_dir)
+            stats = binarize_split(split, path, args, worker, stage)
             _log_summary(split, path, stats)
             summaries[split] = {"input": os.path.abspath(path), **stats.__dict__}
-    finally:
-        shutil.rmtree(work_dir, ignore_errors=True)
-    update_metadata(args.destdir, {INPUT_FORMAT: args.input_format, SENTENCE_SPLITTER: splitter_name,
-                                   BPE: args.bpe}, summaries)
+        settings = {INPUT_FORMAT: args.input_format, SENTENCE_SPLITTER: splitter_identity, BPE: args.bpe,
+                    STREAM_STYLE: args.stream_style}
+        if args.bpe != "none":
+            settings[BPE_VOCAB_SIZE] = words.vocab_size
+        commit(args.destdir, stage, resources.new, [s for s, _ in splits], settings, summaries)
     logger.info(f"wrote {', '.join(s for s, _ in splits)} to {args.destdir}")

@@ -66,7 +66,7 @@ def iter_lines(path: str, start: int, end: int) -> Iterator[Tuple[int, str]]:
 
 
 def line_number(path: str, offset: int) -> int:
-    """1-based number of the line starting at byte ``offset``."""
+    """1-based number of the line that holds byte ``offset``."""
     count = 1
     with open(path, "rb") as f:
         remaining = offset

@@ -1,14 +1,17 @@
 """What a run needs before it binarizes: the sentence splitter, the sub-word
 model and the dictionary. Each is taken from the options, reused from the
-destination directory, or trained / built from the training split and saved
-there (atomically), so that every split of one directory shares them."""
+destination directory, or trained / built from the training split. A new one
+is written to the run's staging directory (``stage``) and listed in
+``Resources.new``, to be moved into the destination only when the whole run
+succeeds; one that conflicts with what the destination already holds stops the
+run before anything is written."""
 import logging
 import os
 import shutil
-from typing import Iterator, Optional
+from dataclasses import dataclass, field
+from typing import Dict, Iterator, List, Optional
 
 from . import readers, sentences, subwords
-from .atomic import atomic_path
 from .binarize import Segmenter, Worker
 from .corpus_format import DICT_FILE, LEGACY_PUNKT_FILE, PUNKT_DIR, SENTENCEPIECE_FILE
 from .errors import PreprocessError
@@ -16,7 +19,22 @@ from .jobs import plan_jobs, run_jobs
 
 logger = logging.getLogger("segatron_preprocess")
 
-SPLITTERS = ("auto", "punkt-pretrained", "punkt-trained")
+SPLITTERS = ("punkt-trained", "punkt-pretrained")
+
+
+@dataclass
+class Resources:
+    destdir: str
+    stage: str
+    new: List[str] = field(default_factory=list)  # names in ``stage`` to move into ``destdir``
+
+    def existing(self, name: str) -> Optional[str]:
+        path = os.path.join(self.destdir, name)
+        return path if os.path.exists(path) else None
+
+    def staged(self, name: str) -> str:
+        self.new.append(name)
+        return os.path.join(self.stage, name)
 
 
 def _unit_texts(path: str, input_format: str, kinds) -> Iterator[str]:
@@ -25,44 +43,69 @@ def _unit_texts(path: str, input_format: str, kinds) -> Iterator[str]:
             yield unit.text
 
 
-def resolve_splitter(choice: str, destdir: str, train_path: Optional[str], input_format: str,
-                     train_chars: int):
-    """(Punkt tokenizer, description) for ``--sentence-splitter choice``."""
-    if choice not in SPLITTERS:
-        return sentences.load(choice), f"punkt from {os.path.abspath(choice)}"
-    if choice in ("auto", "punkt-pretrained") and sentences.pretrained_available():
-        return sentences.load_pretrained(), "punkt-pretrained (NLTK english)"
-    for saved in (os.path.join(destdir, PUNKT_DIR), os.path.join(destdir, LEGACY_PUNKT_FILE)):
-        if os.path.exists(saved):
-            return sentences.load(saved), f"punkt-trained (reused {saved})"
-    saved = os.path.join(destdir, PUNKT_DIR)
-    if train_path is None:
-        raise PreprocessError(f"{saved} does not exist and there is no --trainpref to train Punkt on")
-    logger.info(f"training Punkt on {train_path} (up to {train_chars:,} characters)")
-    sentences.save(sentences.train(_unit_texts(train_path, input_format, {readers.PARAGRAPH}), train_chars), saved)
-    return sentences.load(saved), f"punkt-trained (saved to {saved})"
+def resolve_splitter(choice: str, resources: Resources, train_path: Optional[str], input_format: str,
+                     train_chars: int, recorded: Optional[Dict]):
+    """(Punkt tokenizer, identity) for ``--sentence-splitter choice``; the
+    identity (name, source, sha256) must equal the one ``recorded`` in the
+    destination, if any."""
+    if choice == "punkt-pretrained":
+        if not sentences.pretrained_available():
+            raise PreprocessError("--sentence-splitter punkt-pretrained: NLTK's English Punkt model (punkt_tab) is "
+                                  "not installed; use punkt-trained (the default) or a path")
+        splitter, source = sentences.load_pretrained(), "NLTK english"
+    elif choice == "punkt-trained":
+        saved = resources.existing(PUNKT_DIR) or resources.existing(LEGACY_PUNKT_FILE)
+        if saved:
+            splitter, source = sentences.load(saved), f"reused {saved}"
+        elif train_path is None:
+            raise PreprocessError(f"{os.path.join(resources.destdir, PUNKT_DIR)} does not exist and there is no "
+                                  "--trainpref to train Punkt on")
+        else:
+            logger.info(f"training Punkt on {train_path} (up to {train_chars:,} characters)")
+            params = sentences.train(_unit_texts(train_path, input_format, {readers.PARAGRAPH}), train_chars)
+            sentences.save(params, resources.staged(PUNKT_DIR))
+            splitter, source = sentences.load_params(params), f"trained on {os.path.abspath(train_path)}"
+    else:
+        splitter, source = sentences.load(choice), os.path.abspath(choice)
+    identity = {"name": choice if choice in SPLITTERS else "punkt-path", "source": source,
+                **sentences.splitter_identity(splitter)}
+    if isinstance(recorded, dict) and recorded.get("sha256") not in (None, identity["sha256"]):
+        raise PreprocessError(
+            f"{resources.destdir} was binarized with the sentence splitter {recorded.get('name')} "
+            f"({recorded.get('source')}, sha256 {recorded['sha256'][:12]}), this run's is {identity['name']} "
+            f"({source}, sha256 {identity['sha256'][:12]}): the indexes of its splits would not agree; use "
+            f"another --destdir or the same splitter")
+    return splitter, identity
 
 
-def resolve_subwords(bpe: str, bpe_model: Optional[str], destdir: str, train_path: Optional[str],
-                     input_format: str, splitter, vocab_size: int, train_sentences: int):
+def resolve_subwords(bpe: str, bpe_model: Optional[str], vocab_size: Optional[int], resources: Resources,
+                     train_path: Optional[str], input_format: str, splitter, train_sentences: int):
     """``subwords.Words`` for ``--bpe none``, else the sentencepiece model:
-    ``bpe_model`` (copied into ``destdir``), the one in ``destdir``, or one
-    trained on the training split's sentences."""
+    ``bpe_model``, the destination's, or one trained on the training split's
+    sentences. A model, or a vocabulary size, that differs from the
+    destination's is refused."""
     if bpe == "none":
         if bpe_model:
             raise PreprocessError("--bpe-model needs --bpe sentencepiece")
         return subwords.Words()
-    saved = os.path.join(destdir, SENTENCEPIECE_FILE)
+    existing = resources.existing(SENTENCEPIECE_FILE)
+    if existing:
+        model = subwords.SentencePiece(existing)
+        if bpe_model and not _same_file(bpe_model, existing):
+            raise PreprocessError(f"{existing} is another sentencepiece model than --bpe-model {bpe_model}; use "
+                                  "another --destdir")
+        if vocab_size is not None and vocab_size != model.vocab_size:
+            raise PreprocessError(f"{existing} has {model.vocab_size:,} pieces, not --bpe-vocab-size "
+                                  f"{vocab_size:,}; use another --destdir, or leave --bpe-vocab-size out")
+        return model
     if bpe_model:
         model = subwords.SentencePiece(bpe_model)
-        if os.path.abspath(bpe_model) != os.path.abspath(saved):
-            with atomic_path(saved) as tmp:
-                shutil.copyfile(bpe_model, tmp)
+        shutil.copyfile(bpe_model, resources.staged(SENTENCEPIECE_FILE))
         return model
-    if os.path.isfile(saved):
-        return subwords.SentencePiece(saved)
     if train_path is None:
-        raise PreprocessError(f"{saved} does not exist: give --bpe-model or --trainpref")
+        raise PreprocessError(f"{os.path.join(resources.destdir, SENTENCEPIECE_FILE)} does not exist: give "
+                              "--bpe-model or --trainpref")
+    vocab_size = vocab_size or subwords.DEFAULT_VOCAB_SIZE
     logger.info(f"training sentencepiece ({vocab_size} pieces) on {train_path}")
     segmenter = Segmenter(splitter, subwords.Words())
 
@@ -76,30 +119,40 @@ def resolve_subwords(bpe: str, bpe_model: Optional[str], destdir: str, train_pat
                     if emitted >= train_sentences:
                         return
 
-    subwords.train_sentencepiece(training_sentences(), vocab_size, saved, train_sentences)
-    return subwords.SentencePiece(saved)
+    path = resources.staged(SENTENCEPIECE_FILE)
+    subwords.train_sentencepiece(training_sentences(), vocab_size, path, train_sentences)
+    return subwords.SentencePiece(path)
+
+
+def _same_file(a: str, b: str) -> bool:
+    if os.path.getsize(a) != os.path.getsize(b):
+        return False
+    with open(a, "rb") as fa, open(b, "rb") as fb:
+        return fa.read() == fb.read()
 
 
 def load_dictionary(path: str):
     from fairseq.data import Dictionary
 
+    if os.path.isdir(path):
+        raise PreprocessError(f"{path}: the dictionary is a directory, not a file")
     try:
         return Dictionary.load(path)
     except FileNotFoundError:
         raise PreprocessError(f"{path}: dictionary file not found") from None
-    except (ValueError, RuntimeError, UnicodeDecodeError) as err:
+    except Exception as err:  # fairseq raises a bare Exception for bad encodings
         raise PreprocessError(f"{path}: not a fairseq dictionary ({err})") from None
 
 
 def build_dictionary(train_path: str, input_format: str, counting: Segmenter, chunk_bytes: int, workers: int,
-                     threshold: int, nwords: int):
+                     threshold: int, nwords: int, stream_style: str):
     """The dictionary of the training split, built as fairseq-preprocess builds it."""
     from fairseq.data import Dictionary
 
     dictionary = Dictionary()
     total = {}
     jobs = plan_jobs(train_path, input_format, chunk_bytes, workers, None)
-    for counts in run_jobs(jobs, Worker(None, counting), workers, "dictionary"):
+    for counts in run_jobs(jobs, Worker(None, counting, stream_style), workers, "dictionary"):
         for word, count in counts.items():
             total[word] = total.get(word, 0) + count
     for word, count in sorted(total.items()):
@@ -108,11 +161,11 @@ def build_dictionary(train_path: str, input_format: str, counting: Segmenter, ch
     return dictionary
 
 
-def resolve_dictionary(destdir: str, srcdict, build):
+def resolve_dictionary(resources: Resources, srcdict, build):
     """``srcdict``, else ``build()`` (None without a training split), else the
     destination's ``dict.txt``; never a second dictionary in one destination."""
-    existing_path = os.path.join(destdir, DICT_FILE)
-    existing = load_dictionary(existing_path) if os.path.isfile(existing_path) else None
+    existing_path = resources.existing(DICT_FILE)
+    existing = load_dictionary(existing_path) if existing_path else None
     dictionary = srcdict if srcdict is not None else build()
     if dictionary is None:
         if existing is None:
@@ -124,6 +177,5 @@ def resolve_dictionary(destdir: str, srcdict, build):
             f"({len(dictionary)} symbols); use another --destdir, or pass --srcdict {existing_path}"
         )
     if existing is None:
-        with atomic_path(existing_path) as tmp:
-            dictionary.save(tmp)
+        dictionary.save(resources.staged(DICT_FILE))
     return dictionary

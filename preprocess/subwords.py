@@ -8,6 +8,9 @@ from .atomic import atomic_path
 from .errors import PreprocessError
 
 
+DEFAULT_VOCAB_SIZE = 32000
+
+
 class Words:
     """``--bpe none``: the whitespace tokens fairseq-preprocess would use."""
 
@@ -37,6 +40,10 @@ class SentencePiece:
 
     def __setstate__(self, state):
         self.__init__(state["model_path"])
+
+    @property
+    def vocab_size(self) -> int:
+        return self.processor.GetPieceSize()
 
     def encode(self, text: str) -> List[str]:
         return self.processor.EncodeAsPieces(text)

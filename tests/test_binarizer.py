@@ -266,21 +266,6 @@ def test_bad_srcdict_and_different_existing_dictionary(wikitext, tmp_path):
     assert sorted(os.listdir(dest)) == ["dict.txt"]  # nothing written next to it
 
 
-def test_failed_split_leaves_no_dataset_and_no_temporary_files(wikitext, tmp_path):
-    tmp, *_ = wikitext
-    bad = tmp_path / "valid.txt"
-    data = (tmp / "valid.txt").read_bytes()
-    bad.write_bytes(data[: len(data) // 2] + b"\xff\xfe broken \n" + data[len(data) // 2:])
-    dest = tmp_path / "bin"
-    _preprocess_error("--input-format", "wikitext", "--trainpref", tmp / "train.txt", "--validpref", bad,
-                      "--destdir", dest, "--workers", 2, "--chunk-bytes", 1000,
-                      "--sentence-splitter", tmp / "ours" / "punkt_tab")
-    names = sorted(os.listdir(dest))
-    assert not [n for n in names if n.startswith("valid")], names
-    assert not [n for n in names if n.startswith(".")], names
-    SegmentIndexedDataset(str(dest / "train"))  # the finished split is complete
-
-
 def test_reader_rejects_misaligned_datasets(wikitext, tmp_path):
     tmp, *_ = wikitext
     for name in os.listdir(tmp / "ours"):

@@ -72,8 +72,6 @@ class SegaBERTMLMTask(SingleDictionaryTask):
 
     def load_dataset(self, split: str, epoch: int = 1, combine: bool = False, **kwargs):
         prefix = os.path.join(self.cfg.data, split)
-        if not SegmentIndexedDataset.exists(prefix):
-            raise FileNotFoundError(f"split '{split}' not found: {prefix} (run segatron-preprocess)")
         examples = DocumentExampleDataset(
             SegmentIndexedDataset(prefix), self.dictionary.bos(), self.dictionary.eos(),
             self.cfg.tokens_per_sample, self.index_limits, self.cfg.seed, self.cfg.examples_per_epoch,

@@ -60,9 +60,6 @@ class SegatronLMTask(SingleDictionaryTask):
 
     def load_dataset(self, split: str, epoch: int = 1, combine: bool = False, **kwargs):
         prefix = os.path.join(self.cfg.data, split)
-        if not SegmentIndexedDataset.exists(prefix):
-            raise FileNotFoundError(f"split '{split}' not found: {prefix}.bin/.idx and its "
-                                    ".paragraph/.sentence/.token datasets (run segatron-preprocess)")
         corpus = SegmentIndexedDataset(prefix)
         num_shards, shard_id = 1, 0
         if torch.distributed.is_available() and torch.distributed.is_initialized():

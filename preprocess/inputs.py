@@ -1,0 +1,84 @@
+"""Checks of the input files, all done before anything is written: each path
+is a non-empty regular file of valid UTF-8 whose first text line fits the
+declared ``--input-format``."""
+import codecs
+import json
+import os
+from typing import List, Optional, Tuple
+
+from .errors import PreprocessError
+from .readers import line_number
+
+_BLOCK = 16 << 20
+
+
+def input_files(trainpref: Optional[str], validpref: Optional[str], testpref: Optional[str]) -> List[Tuple[str, str]]:
+    """(split, path) pairs: train, valid, valid1, ..., test, test1, ..."""
+    splits = []
+    if trainpref:
+        splits.append(("train", trainpref))
+    for name, prefs in (("valid", validpref), ("test", testpref)):
+        for k, path in enumerate(prefs.split(",") if prefs else []):
+            splits.append((name if k == 0 else f"{name}{k}", path))
+    if not splits:
+        raise PreprocessError("nothing to do: give --trainpref, --validpref or --testpref")
+    return splits
+
+
+def check_file(path: str, what: str) -> None:
+    """``path`` is a regular, non-empty file; ``what`` says what it is for."""
+    if os.path.isdir(path):
+        raise PreprocessError(f"{path}: {what} is a directory, not a file")
+    if not os.path.isfile(path):
+        raise PreprocessError(f"{path}: {what} does not exist")
+    if os.path.getsize(path) == 0:
+        raise PreprocessError(f"{path}: {what} is empty")
+
+
+def check_utf8(path: str) -> None:
+    """The whole file decodes as UTF-8; the error names the first bad line."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    offset = 0
+    with open(path, "rb") as f:
+        while True:
+            block = f.read(_BLOCK)
+            try:
+                decoder.decode(block, final=not block)
+            except UnicodeDecodeError as err:
+                line = line_number(path, offset + max(err.start, 0))
+                raise PreprocessError(f"{path}: line {line} is not valid UTF-8 ({err.reason})") from None
+            if not block:
+                return
+            offset += len(block)
+
+
+def _first_text_line(path: str) -> Tuple[int, str]:
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, start=1):
+            if line.strip():
+                return number, line.strip()
+    return 0, ""
+
+
+def _is_jsonl_document(line: str) -> bool:
+    try:
+        document = json.loads(line)
+    except ValueError:
+        return False
+    return isinstance(document, dict) and isinstance(document.get("text"), str)
+
+
+def check_text_file(path: str, split: str, input_format: str) -> None:
+    """A non-empty UTF-8 file whose first text line is of ``input_format``."""
+    check_file(path, f"input file for split '{split}'")
+    check_utf8(path)
+    number, line = _first_text_line(path)
+    if not line:
+        raise PreprocessError(f"{path}: input file for split '{split}' holds only blank lines")
+    looks_jsonl = _is_jsonl_document(line)
+    if input_format == "jsonl" and not looks_jsonl:
+        raise PreprocessError(f"{path}: line {number} is not a JSON object with a string 'text' field; is this "
+                              f"plain text (--input-format lines or wikitext)?")
+    if input_format != "jsonl" and looks_jsonl:
+        raise PreprocessError(f"{path}: line {number} is a JSON document with a 'text' field, but --input-format "
+                              f"is {input_format}; use --input-format jsonl")

@@ -1,0 +1,355 @@
+"""The binarizer's promises: checked inputs, refused conflicts, all-or-nothing output, clean stops on
+signals, and readers that check a split's whole set of files. A refused run leaves the destination
+byte-identical."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+
+import numpy as np
+import pytest
+
+from conftest import BIN, PLUGIN_DIR, run_cli
+from corpus import make_documents, write_jsonl, write_lines, write_wikitext
+
+
+def snapshot(directory):
+    """Every file under ``directory`` with its bytes (None: the directory does not exist)."""
+    if not directory.exists():
+        return None
+    return {str(p.relative_to(directory)): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+def refused(*args, expect):
+    out = run_cli("segatron-preprocess", *args, expect_ok=False)
+    assert expect in out, out[-2000:]
+    assert "Traceback" not in out, out[-3000:]
+    return out
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("safety")
+    write_wikitext(tmp / "train.txt", make_documents(30, seed=21))
+    write_wikitext(tmp / "valid.txt", make_documents(4, seed=22))
+    run_cli("segatron-preprocess", "--input-format", "wikitext", "--trainpref", tmp / "train.txt",
+            "--validpref", tmp / "valid.txt", "--destdir", tmp / "bin")
+    return tmp
+
+
+@pytest.fixture
+def dest(corpus, tmp_path):
+    """A copy of a finished destination."""
+    shutil.copytree(corpus / "bin", tmp_path / "bin")
+    return tmp_path / "bin"
+
+
+# ---- the splitter is an explicit choice, recorded ---------------------------------------------------
+
+def test_splitter_is_recorded_and_a_second_one_is_refused(corpus, dest, tmp_path):
+    recorded = json.loads((dest / "segatron_preprocess.json").read_text())["sentence_splitter"]
+    assert recorded["name"] == "punkt-trained" and len(recorded["sha256"]) == 64  # the default, not "auto"
+    other = tmp_path / "other"
+    write_wikitext(tmp_path / "other.txt", make_documents(30, seed=99))
+    run_cli("segatron-preprocess", "--input-format", "wikitext", "--trainpref", tmp_path / "other.txt",
+            "--destdir", other)
+    before = snapshot(dest)
+    out = refused("--input-format", "wikitext", "--testpref", corpus / "valid.txt", "--destdir", dest,
+                  "--sentence-splitter", other / "punkt_tab", expect="was binarized with the sentence splitter")
+    assert recorded["sha256"][:12] in out
+    assert snapshot(dest) == before
+    # the splitter saved in the destination is reused, and recorded the same
+    run_cli("segatron-preprocess", "--input-format", "wikitext", "--testpref", corpus / "valid.txt",
+            "--destdir", dest)
+    assert json.loads((dest / "segatron_preprocess.json").read_text())["sentence_splitter"]["sha256"] == \
+        recorded["sha256"]
+
+
+# ---- refused runs leave the destination as it was ---------------------------------------------------
+
+def test_refused_dictionary_conflict_writes_no_sentencepiece_model(corpus, tmp_path):
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    (dest / "dict.txt").write_text("alpha 5\nbeta 3\n")
+    before = snapshot(dest)
+    refused("--input-format", "wikitext", "--trainpref", corpus / "train.txt", "--destdir", dest, "--bpe",
+            "sentencepiece", "--bpe-vocab-size", 60, expect="holds a different dictionary")
+    assert snapshot(dest) == before  # no sentencepiece.model, no punkt_tab
+
+
+def test_all_blank_input_writes_nothing(tmp_path):
+    (tmp_path / "blank.txt").write_text(" \n\n \n")
+    refused("--input-format", "wikitext", "--trainpref", tmp_path / "blank.txt", "--destdir", tmp_path / "bin",
+            expect="holds only blank lines")
+    assert not (tmp_path / "bin").exists()
+    (tmp_path / "empty.jsonl").write_text('{"text": ""}\n{"text": "  "}\n')  # documents without text
+    (tmp_path / "bin").mkdir()
+    refused("--input-format", "jsonl", "--trainpref", tmp_path / "empty.jsonl", "--destdir", tmp_path / "bin",
+            expect="no text found for split 'train'")
+    assert snapshot(tmp_path / "bin") == {}  # no dictionary, no Punkt model
+
+
+def test_bad_utf8_in_a_later_split_is_found_before_anything_is_written(corpus, tmp_path):
+    data = (corpus / "valid.txt").read_bytes()
+    (tmp_path / "valid.txt").write_bytes(data[: len(data) // 2] + b"\n caf\xe9 \n" + data[len(data) // 2:])
+    line = data[: len(data) // 2].count(b"\n") + 2
+    started = time.time()
+    refused("--input-format", "wikitext", "--trainpref", corpus / "train.txt", "--validpref",
+            tmp_path / "valid.txt", "--destdir", tmp_path / "bin", expect=f"valid.txt: line {line} is not valid UTF-8")
+    assert not (tmp_path / "bin").exists()
+    assert time.time() - started < 10  # no training, no binarizing first
+
+
+def test_a_failure_after_work_started_leaves_the_destination_as_it_was(corpus, dest, tmp_path):
+    """A jsonl line that breaks only late in the file: train is binarized in staging, then the run fails."""
+    write_jsonl(tmp_path / "train.jsonl", make_documents(20, seed=5))
+    with open(tmp_path / "train.jsonl", "a") as f:
+        f.write('{"title": "no text field"}\n')
+    fresh = tmp_path / "fresh"
+    refused("--input-format", "jsonl", "--trainpref", tmp_path / "train.jsonl", "--destdir", fresh,
+            "--workers", 2, "--chunk-bytes", 2000, expect="is not a JSON object with a string 'text' field")
+    assert not fresh.exists()
+
+
+def test_bpe_vocab_size_and_model_conflicts(corpus, tmp_path):
+    dest = tmp_path / "sp"
+    run_cli("segatron-preprocess", "--input-format", "wikitext", "--trainpref", corpus / "train.txt",
+            "--destdir", dest, "--bpe", "sentencepiece", "--bpe-vocab-size", 60)
+    assert json.loads((dest / "segatron_preprocess.json").read_text())["bpe_vocab_size"] == 60
+    before = snapshot(dest)
+    refused("--input-format", "wikitext", "--validpref", corpus / "valid.txt", "--destdir", dest, "--bpe",
+            "sentencepiece", "--bpe-vocab-size", 80, expect="has 60 pieces, not --bpe-vocab-size 80")
+    refused("--input-format", "wikitext", "--validpref", corpus / "valid.txt", "--destdir", dest,
+            expect="was binarized with --bpe sentencepiece, this run asks for --bpe none")
+    other = tmp_path / "other"
+    run_cli("segatron-preprocess", "--input-format", "wikitext", "--trainpref", corpus / "train.txt",
+            "--destdir", other, "--bpe", "sentencepiece", "--bpe-vocab-size", 70)
+    refused("--input-format", "wikitext", "--validpref", corpus / "valid.txt", "--destdir", dest, "--bpe",
+            "sentencepiece", "--bpe-model", other / "sentencepiece.model", expect="is another sentencepiece model")
+    assert snapshot(dest) == before
+    # without --bpe-vocab-size the destination's model is reused
+    run_cli("segatron-preprocess", "--input-format", "wikitext", "--validpref", corpus / "valid.txt",
+            "--destdir", dest, "--bpe", "sentencepiece")
+
+
+@pytest.mark.parametrize("option,value", [("--chunk-bytes", 0), ("--workers", 0), ("--bpe-vocab-size", -5)])
+def test_option_values_below_one_are_refused(corpus, tmp_path, option, value):
+    refused("--trainpref", corpus / "train.txt", "--destdir", tmp_path / "bin", option, value,
+            expect=f"{option} must be >= 1")
+    assert not (tmp_path / "bin").exists()
+
+
+def test_inputs_and_dictionaries_that_are_not_files(corpus, dest, tmp_path):
+    before = snapshot(dest)
+    refused("--validpref", tmp_path, "--destdir", dest, expect=f"{tmp_path}: input file for split 'valid' is a "
+                                                               "directory")
+    refused("--validpref", corpus / "valid.txt", "--srcdict", tmp_path, "--destdir", dest,
+            expect="the dictionary is a directory")
+    (tmp_path / "latin1.txt").write_bytes(b"caf\xe9 5\n")
+    refused("--validpref", corpus / "valid.txt", "--srcdict", tmp_path / "latin1.txt", "--destdir", dest,
+            expect="latin1.txt: not a fairseq dictionary")
+    assert snapshot(dest) == before
+
+
+def test_declared_format_is_checked(tmp_path):
+    documents = make_documents(3, seed=8)
+    write_jsonl(tmp_path / "docs.jsonl", documents)
+    write_lines(tmp_path / "docs.txt", documents)
+    refused("--input-format", "lines", "--trainpref", tmp_path / "docs.jsonl", "--destdir", tmp_path / "a",
+            expect="use --input-format jsonl")
+    refused("--input-format", "jsonl", "--trainpref", tmp_path / "docs.txt", "--destdir", tmp_path / "b",
+            expect="docs.txt: line 1 is not a JSON object")
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+# ---- signals ----------------------------------------------------------------------------------------
+
+def _children(pid):
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                found.append(int(entry))
+    return found
+
+
+def _alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="module")
+def long_input(corpus, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("long")
+    write_wikitext(tmp / "big.txt", make_documents(3000, seed=31))
+    return tmp / "big.txt"
+
+
+def _start_long_run(long_input, corpus, dest):
+    args = ["--input-format", "wikitext", "--trainpref", long_input, "--destdir", dest, "--workers", 2,
+            "--chunk-bytes", 50000, "--sentence-splitter", corpus / "bin" / "punkt_tab"]
+    proc = subprocess.Popen([str(BIN / "segatron-preprocess"), *map(str, args)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while len(_children(proc.pid)) < 2:
+        assert proc.poll() is None and time.time() < deadline, "the workers never started"
+        time.sleep(0.05)
+    return proc, _children(proc.pid)
+
+
+def _wait_gone(pids, seconds=10):
+    deadline = time.time() + seconds
+    while any(_alive(p) for p in pids) and time.time() < deadline:
+        time.sleep(0.05)
+    return [p for p in pids if _alive(p)]
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_sigterm_and_sigint_stop_workers_and_remove_temporary_files(long_input, corpus, tmp_path, signum):
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    (dest / "keep.txt").write_text("unrelated\n")
+    proc, workers = _start_long_run(long_input, corpus, dest)
+    proc.send_signal(signum)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signum
+    assert stderr.strip().splitlines() == [
+        f"segatron-preprocess: stopped by {signal.Signals(signum).name}: workers ended, temporary files removed, "
+        f"{dest} left as it was"]
+    assert _wait_gone(workers) == []
+    assert snapshot(dest) == {"keep.txt": b"unrelated\n"}
+
+
+def test_after_sigkill_workers_exit_and_the_next_run_removes_the_abandoned_directory(long_input, corpus, tmp_path):
+    dest = tmp_path / "dest"
+    proc, workers = _start_long_run(long_input, corpus, dest)
+    proc.kill()
+    proc.wait(timeout=30)
+    assert _wait_gone(workers) == []  # no orphans
+    left = [p.name for p in dest.iterdir() if p.name.startswith(".segatron-preprocess-")]
+    assert len(left) == 1
+    out = run_cli("segatron-preprocess", "--input-format", "wikitext", "--validpref", corpus / "valid.txt",
+                  "--destdir", dest, "--srcdict", corpus / "bin" / "dict.txt", "--sentence-splitter",
+                  corpus / "bin" / "punkt_tab")
+    assert f"removed {dest / left[0]}" in out
+    assert not [p for p in dest.iterdir() if p.name.startswith(".segatron-preprocess-")]
+
+
+# ---- readers check the whole set ---------------------------------------------------------------------
+
+def test_readers_name_missing_and_truncated_files(dest):
+    from segatron_fairseq.data import SegmentIndexedDataset
+
+    (dest / "train.sentence.idx").rename(dest / "moved.idx")
+    with pytest.raises(FileNotFoundError, match=r"missing .*train\.sentence\.idx"):
+        SegmentIndexedDataset(str(dest / "train"))
+    out = run_cli("segatron-inspect", dest, "train", 0, expect_ok=False)
+    assert "train.sentence.idx" in out and "Traceback" not in out
+    (dest / "moved.idx").rename(dest / "train.sentence.idx")
+
+    (dest / "segatron_preprocess.json").unlink()  # no manifest (0.1.0): the files are checked on their own
+    paragraph_bin = dest / "train.paragraph.bin"
+    data = paragraph_bin.read_bytes()
+    paragraph_bin.write_bytes(data[:-10])
+    with pytest.raises(ValueError, match=r"train\.paragraph\.bin has .* bytes but .*train\.paragraph\.idx "
+                                         r"describes"):
+        SegmentIndexedDataset(str(dest / "train"))
+    paragraph_bin.write_bytes(data)
+
+    token_idx = dest / "train.token.idx"
+    token_idx.write_bytes(token_idx.read_bytes()[:30])
+    with pytest.raises(ValueError, match=r"train\.token\.idx: not a complete fairseq index"):
+        SegmentIndexedDataset(str(dest / "train"))
+
+
+def test_segatron_lm_notices_a_truncated_paragraph_dataset(dest):
+    from segatron_fairseq.tasks.segatron_lm import SegatronLMConfig, SegatronLMTask
+
+    data = (dest / "valid.paragraph.bin").read_bytes()
+    (dest / "valid.paragraph.bin").write_bytes(data[: len(data) // 2])
+    task = SegatronLMTask.setup_task(SegatronLMConfig(data=str(dest), batch_size=2, batch_size_valid=2,
+                                                      train_subset="train", seed=1))
+    with pytest.raises(ValueError, match=r"valid\.paragraph\.bin has"):
+        task.load_dataset("valid")
+
+
+def test_readers_refuse_a_split_whose_commit_did_not_finish(dest):
+    from segatron_fairseq.data import SegmentIndexedDataset
+
+    SegmentIndexedDataset(str(dest / "train"))
+    metadata_path = dest / "segatron_preprocess.json"
+    metadata = json.loads(metadata_path.read_text())
+    assert metadata["splits"]["train"]["state"] == "complete"
+    assert metadata["splits"]["train"]["files"]["train.bin"] == (dest / "train.bin").stat().st_size
+    writing = json.loads(metadata_path.read_text())
+    writing["splits"]["train"] = {"state": "writing"}  # what a commit killed half-way leaves
+    metadata_path.write_text(json.dumps(writing))
+    with pytest.raises(ValueError, match="did not finish writing this split"):
+        SegmentIndexedDataset(str(dest / "train"))
+    metadata["splits"]["train"]["files"]["train.sentence.bin"] += 2  # a file of another run
+    metadata_path.write_text(json.dumps(metadata))
+    with pytest.raises(ValueError, match=r"train\.sentence\.bin has .* its manifest"):
+        SegmentIndexedDataset(str(dest / "train"))
+
+
+def test_whole_word_masking_needs_the_metadata(dest):
+    from segatron_fairseq.tasks.masking import load_dictionary_with_mask, whole_word_starts
+
+    dictionary = load_dictionary_with_mask(str(dest))
+    assert whole_word_starts(str(dest), dictionary).all()
+    (dest / "segatron_preprocess.json").unlink()
+    with pytest.raises(ValueError, match="segatron_preprocess.json is missing"):
+        whole_word_starts(str(dest), dictionary)
+
+
+# ---- the authors' stream -----------------------------------------------------------------------------
+
+def test_authors_stream_style(corpus, tmp_path):
+    from segatron_fairseq.data import SegmentIndexedDataset
+
+    dest = tmp_path / "authors"
+    run_cli("segatron-preprocess", "--input-format", "wikitext", "--trainpref", corpus / "train.txt",
+            "--validpref", corpus / "valid.txt", "--destdir", dest, "--stream-style", "authors", "--workers", 2,
+            "--chunk-bytes", 3000, "--sentence-splitter", corpus / "bin" / "punkt_tab")
+    ours = SegmentIndexedDataset(str(dest / "train"))
+    fairseq_style = SegmentIndexedDataset(str(corpus / "bin" / "train"))
+    text_lines = [line for line in (corpus / "train.txt").read_text().splitlines() if line.strip()]
+    assert len(ours) == len(text_lines) < len(fairseq_style)  # blank lines are not items
+    assert ours.sizes.min() > 1
+    paragraph = ours.index_array("paragraph")
+    assert paragraph.dtype == np.uint32
+    first = np.cumsum(ours.sizes) - ours.sizes
+    assert paragraph[first].tolist() == list(range(len(ours)))  # never reset, across chunks and documents
+    assert json.loads((dest / "segatron_preprocess.json").read_text())["stream_style"] == "authors"
+    # the authors' setup end to end: their stream and their window_end distances
+    out = run_cli("fairseq-train", dest, "--user-dir", PLUGIN_DIR, "--task", "segatron_lm", "--arch",
+                  "segatron_xl_tiny", "--segment-distance-origin", "window_end", "--criterion", "segatron_lm_loss",
+                  "--optimizer", "adam", "--lr", "1e-3", "--batch-size", 2, "--tgt-len", 16, "--max-update", 2,
+                  "--cpu", "--no-save", "--log-format", "simple")
+    assert "done training" in out and "'segment_distance_origin': window_end" in out
+    refused("--input-format", "wikitext", "--testpref", corpus / "valid.txt", "--destdir", dest,
+            expect="was binarized with --stream-style authors, this run asks for --stream-style fairseq")
+
+
+def test_authors_stream_splits_headings_like_text(tmp_path):
+    (tmp_path / "t.txt").write_text(" = Tom Sawyer . The novel = \n \n The story is long . It ends well . \n")
+    out = {}
+    for style in ("fairseq", "authors"):
+        run_cli("segatron-preprocess", "--input-format", "wikitext", "--trainpref", tmp_path / "t.txt",
+                "--destdir", tmp_path / style, "--stream-style", style, "--sentence-splitter", "punkt-trained")
+        from segatron_fairseq.data import SegmentIndexedDataset
+
+        dataset = SegmentIndexedDataset(str(tmp_path / style / "train"))
+        out[style] = [dataset[i].sentence.tolist() for i in range(len(dataset))]
+    assert out["fairseq"][0] == [0] * 8 and len(out["fairseq"]) == 3  # the title is one sentence; a blank item
+    assert out["authors"][0] == [0] * 4 + [1] * 4  # split like text, and no blank items

@@ -35,6 +35,20 @@ def check_file(path: str, what: str) -> None:
         raise PreprocessError(f"{path}: {what} is empty")
 
 
+def load_dictionary(path: str):
+    """A fairseq ``Dictionary`` from ``path``, or an error that names it."""
+    from fairseq.data import Dictionary
+
+    if os.path.isdir(path):
+        raise PreprocessError(f"{path}: the dictionary is a directory, not a file")
+    try:
+        return Dictionary.load(path)
+    except FileNotFoundError:
+        raise PreprocessError(f"{path}: dictionary file not found") from None
+    except Exception as err:  # fairseq raises a bare Exception for bad encodings
+        raise PreprocessError(f"{path}: not a fairseq dictionary ({err})") from None
+
+
 def check_utf8(path: str) -> None:
     """The whole file decodes as UTF-8; the error names the first bad line."""
     decoder = codecs.getincrementaldecoder("utf-8")()

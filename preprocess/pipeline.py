@@ -9,23 +9,21 @@ import logging
 import os
 from typing import Dict, List, Optional, Tuple
 
-from .binarize import Segmenter, Stats, Worker
 from .corpus_format import BPE, BPE_VOCAB_SIZE, DICT_FILE, INPUT_FORMAT, SENTENCE_SPLITTER, STREAM_STYLE, \
     read_metadata
 from .errors import PreprocessError
-from .inputs import check_text_file, input_files
+from .inputs import check_text_file, input_files, load_dictionary
 from .jobs import plan_jobs, run_jobs
 from .output import commit, continue_paragraph_index, merge_chunks
-from .resources import Resources, build_dictionary, load_dictionary, resolve_dictionary, resolve_splitter, \
-    resolve_subwords
 from .staging import interruptible, remove_abandoned, staging_directory
-from . import subwords
 
 logger = logging.getLogger("segatron_preprocess")
 
 
-def binarize_split(split: str, path: str, args, worker: Worker, stage: str) -> Stats:
+def binarize_split(split: str, path: str, args, worker, stage: str):
     """Binarize ``path`` into ``stage/split`` (through per-job chunks)."""
+    from .binarize import Stats
+
     chunk_dir = os.path.join(stage, f"{split}.chunks")
     os.makedirs(chunk_dir)
     jobs = plan_jobs(path, args.input_format, args.chunk_bytes, args.workers, chunk_dir)
@@ -41,7 +39,7 @@ def binarize_split(split: str, path: str, args, worker: Worker, stage: str) -> S
     return stats
 
 
-def _log_summary(split: str, path: str, stats: Stats) -> None:
+def _log_summary(split: str, path: str, stats) -> None:
     unk = 100.0 * stats.unknown / max(stats.tokens, 1)
     logger.info(
         f"[{split}] {path}: {stats.documents:,} documents, {stats.paragraphs:,} paragraphs, "
@@ -77,14 +75,19 @@ def check_run(args) -> Tuple[List[Tuple[str, str]], Optional[object], Dict]:
 
 
 def run(args) -> None:
-    """The whole run for parsed ``segatron-preprocess`` arguments."""
+    """The whole run for parsed ``segatron-preprocess`` arguments. The modules
+    that import fairseq are imported only once the checks have passed."""
     splits, srcdict, metadata = check_run(args)
+    from . import subwords
+    from .binarize import Segmenter, Worker
+    from .resources import Resources, build_dictionary, resolve_dictionary, resolve_splitter, resolve_subwords
+
     train_path = args.trainpref
     remove_abandoned(args.destdir)
     with interruptible(), staging_directory(args.destdir) as stage:
         resources = Resources(args.destdir, stage)
 
-        def dictionary_for(counting: Segmenter):
+        def dictionary_for(counting):
             def build():
                 if train_path is None:
                     return None

@@ -15,6 +15,7 @@ from . import readers, sentences, subwords
 from .binarize import Segmenter, Worker
 from .corpus_format import DICT_FILE, LEGACY_PUNKT_FILE, PUNKT_DIR, SENTENCEPIECE_FILE
 from .errors import PreprocessError
+from .inputs import load_dictionary
 from .jobs import plan_jobs, run_jobs
 
 logger = logging.getLogger("segatron_preprocess")
@@ -129,19 +130,6 @@ def _same_file(a: str, b: str) -> bool:
         return False
     with open(a, "rb") as fa, open(b, "rb") as fb:
         return fa.read() == fb.read()
-
-
-def load_dictionary(path: str):
-    from fairseq.data import Dictionary
-
-    if os.path.isdir(path):
-        raise PreprocessError(f"{path}: the dictionary is a directory, not a file")
-    try:
-        return Dictionary.load(path)
-    except FileNotFoundError:
-        raise PreprocessError(f"{path}: dictionary file not found") from None
-    except Exception as err:  # fairseq raises a bare Exception for bad encodings
-        raise PreprocessError(f"{path}: not a fairseq dictionary ({err})") from None
 
 
 def build_dictionary(train_path: str, input_format: str, counting: Segmenter, chunk_bytes: int, workers: int,

@@ -53,13 +53,20 @@ def interruptible() -> Iterator[None]:
 
 @contextlib.contextmanager
 def uninterrupted() -> Iterator[None]:
-    """SIGTERM and SIGINT wait until the block is done (the commit)."""
+    """SIGTERM and SIGINT wait until the block (the commit) is done; one that
+    arrived meanwhile is then dropped with a warning, since the run finished."""
     signals = {signal.SIGTERM, signal.SIGINT}
     signal.pthread_sigmask(signal.SIG_BLOCK, signals)
     try:
         yield
     finally:
+        pending = signal.sigpending() & signals
+        previous = {signum: signal.signal(signum, signal.SIG_IGN) for signum in pending}  # discards them
         signal.pthread_sigmask(signal.SIG_UNBLOCK, signals)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+            logger.warning(f"{signal.Signals(signum).name} arrived while the run was being committed; the "
+                           f"commit was finished first")
 
 
 def worker_process_setup() -> None:

@@ -20,7 +20,7 @@ FAIRSEQ_SHA256="34f1b18426bf3844714534162f065ab733e049597476daa35fffb4d06a92b524
 PATCH="$ROOT/scripts/patches/fairseq-${FAIRSEQ_VERSION}-py311.patch"
 RUNTIME_PACKAGES=(
   "hydra-core==1.3.2" "omegaconf==2.3.0" "sentencepiece" "nltk" "bitarray"
-  "sacrebleu>=1.4.12" "regex" "cffi" "tqdm" "pytest"
+  "sacrebleu>=1.4.12" "regex" "cffi" "tqdm" "pytest" "pytest-xdist"
   "scikit-learn" "scipy" "tensorboardX"
 )
 

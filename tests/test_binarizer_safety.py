@@ -281,6 +281,9 @@ def test_segatron_lm_notices_a_truncated_paragraph_dataset(dest):
                                                       train_subset="train", seed=1))
     with pytest.raises(ValueError, match=r"valid\.paragraph\.bin has"):
         task.load_dataset("valid")
+    (dest / "train.sentence.idx").unlink()
+    with pytest.raises(FileNotFoundError, match=r"missing .*train\.sentence\.idx"):
+        task.load_dataset("train")
 
 
 def test_readers_refuse_a_split_whose_commit_did_not_finish(dest):
@@ -353,3 +356,18 @@ def test_authors_stream_splits_headings_like_text(tmp_path):
         out[style] = [dataset[i].sentence.tolist() for i in range(len(dataset))]
     assert out["fairseq"][0] == [0] * 8 and len(out["fairseq"]) == 3  # the title is one sentence; a blank item
     assert out["authors"][0] == [0] * 4 + [1] * 4  # split like text, and no blank items
+
+
+def test_a_signal_during_the_commit_waits_for_it():
+    from segatron_preprocess.staging import Interrupted, interruptible, uninterrupted
+
+    finished = []
+    with interruptible():
+        with uninterrupted():
+            os.kill(os.getpid(), signal.SIGTERM)
+            finished.append("commit")
+        finished.append("after")
+        with pytest.raises(Interrupted):
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(1)
+    assert finished == ["commit", "after"]

@@ -200,6 +200,7 @@ def wt103_sized_corpus(tmp_path_factory):
     return tmp / "bin"
 
 
+@pytest.mark.xdist_group("wt103_memory")  # ~10 GB each at 128 x 384 tokens: one at a time
 @pytest.mark.parametrize("size", ["base", "large"])
 @pytest.mark.parametrize("model", ["segatron_xl", "transformer_xl"])
 def test_wt103_configs_train_at_their_shapes(size, model, wt103_sized_corpus, tmp_path):

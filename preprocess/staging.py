@@ -53,18 +53,19 @@ def interruptible() -> Iterator[None]:
 
 @contextlib.contextmanager
 def uninterrupted() -> Iterator[None]:
-    """SIGTERM and SIGINT wait until the block (the commit) is done; one that
-    arrived meanwhile is then dropped with a warning, since the run finished."""
-    signals = {signal.SIGTERM, signal.SIGINT}
-    signal.pthread_sigmask(signal.SIG_BLOCK, signals)
+    """SIGTERM and SIGINT do not stop the block (the commit): one that arrives
+    meanwhile is noted, and dropped with a warning once the run has finished.
+    (Python runs signal handlers in the main thread, whichever thread the
+    signal reached, so swapping the handler covers every thread.)"""
+    received = []
+    previous = {s: signal.signal(s, lambda signum, frame: received.append(signum))
+                for s in (signal.SIGTERM, signal.SIGINT)}
     try:
         yield
     finally:
-        pending = signal.sigpending() & signals
-        previous = {signum: signal.signal(signum, signal.SIG_IGN) for signum in pending}  # discards them
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, signals)
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+        for signum in received:
             logger.warning(f"{signal.Signals(signum).name} arrived while the run was being committed; the "
                            f"commit was finished first")
 

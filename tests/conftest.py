@@ -24,6 +24,17 @@ def run_cli(name, *args, cwd=None, expect_ok=True):
     return proc.stdout
 
 
+def binarized_wikitext(directory, train_documents: int, valid_documents: int, seed: int):
+    """``directory``/train.txt and valid.txt (generated WikiText), binarized into ``directory``/bin."""
+    from corpus import make_documents, write_wikitext
+
+    write_wikitext(directory / "train.txt", make_documents(train_documents, seed=seed))
+    write_wikitext(directory / "valid.txt", make_documents(valid_documents, seed=seed + 1))
+    run_cli("segatron-preprocess", "--input-format", "wikitext", "--trainpref", directory / "train.txt",
+            "--validpref", directory / "valid.txt", "--destdir", directory / "bin")
+    return directory
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on (for torchrun)."""
     with socket.socket() as s:

@@ -11,7 +11,7 @@ import time
 import numpy as np
 import pytest
 
-from conftest import BIN, PLUGIN_DIR, run_cli
+from conftest import BIN, PLUGIN_DIR, binarized_wikitext, run_cli
 from corpus import make_documents, write_jsonl, write_lines, write_wikitext
 
 
@@ -31,12 +31,7 @@ def refused(*args, expect):
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("safety")
-    write_wikitext(tmp / "train.txt", make_documents(30, seed=21))
-    write_wikitext(tmp / "valid.txt", make_documents(4, seed=22))
-    run_cli("segatron-preprocess", "--input-format", "wikitext", "--trainpref", tmp / "train.txt",
-            "--validpref", tmp / "valid.txt", "--destdir", tmp / "bin")
-    return tmp
+    return binarized_wikitext(tmp_path_factory.mktemp("safety"), 30, 4, seed=21)
 
 
 @pytest.fixture

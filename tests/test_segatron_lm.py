@@ -5,8 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import PLUGIN_DIR, free_port, run_cli
-from corpus import make_documents, write_wikitext
+from conftest import PLUGIN_DIR, binarized_wikitext, free_port, run_cli
 from segatron_fairseq.data import SegmentIndexedDataset, SegmentStreamDataset
 
 TRAIN = ["--user-dir", PLUGIN_DIR, "--task", "segatron_lm", "--criterion", "segatron_lm_loss",
@@ -16,12 +15,7 @@ TRAIN = ["--user-dir", PLUGIN_DIR, "--task", "segatron_lm", "--criterion", "sega
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("segatron_lm")
-    write_wikitext(tmp / "train.txt", make_documents(40, seed=11))
-    write_wikitext(tmp / "valid.txt", make_documents(6, seed=12))
-    run_cli("segatron-preprocess", "--input-format", "wikitext", "--trainpref", tmp / "train.txt",
-            "--validpref", tmp / "valid.txt", "--destdir", tmp / "bin")
-    return tmp
+    return binarized_wikitext(tmp_path_factory.mktemp("segatron_lm"), 40, 6, seed=11)
 
 
 def _dictionary(data):

@@ -8,7 +8,7 @@
 """
 import collections
 import dataclasses
-from typing import Counter, List, Optional
+from typing import Counter, Iterable, Iterator, List, NamedTuple, Optional
 
 import numpy as np
 import torch
@@ -103,28 +103,24 @@ class _Builders:
             builder.finalize(indexed_dataset.index_file_path(index_prefix(self.prefix, name)))
 
 
-def binarize_range(
-    path: str,
-    input_format: str,
-    start: int,
-    end: int,
-    out_prefix: str,
-    dictionary: Dictionary,
-    segmenter: Segmenter,
-    stream_style: str,
-) -> Stats:
-    """Write the items of ``path[start:end]`` (whole documents) to ``out_prefix``.
-    With the authors' stream style the paragraph index counts from 0 in this
-    range; ``output.continue_paragraph_index`` makes it run over the split."""
-    stats = Stats()
-    dtypes = index_dtypes(stream_style)
-    limits = {name: int(np.iinfo(dtype).max) for name, dtype in dtypes.items()}
-    builders = _Builders(out_prefix, len(dictionary), dtypes)
+class Item(NamedTuple):
+    """One item of a split: token ids (eos last) and their three indexes."""
+
+    ids: List[int]
+    paragraph: List[int]
+    sentence: List[int]
+    token: List[int]
+    unit: readers.Unit
+
+
+def items(units: Iterable[readers.Unit], dictionary: Dictionary, segmenter: Segmenter, stream_style: str,
+          stats: Stats) -> Iterator[Item]:
+    """The items of a stream of units, as a split stores them, counting into ``stats``."""
     indexer = DocumentIndexer()
     indices, unk, eos = dictionary.indices, dictionary.unk_index, dictionary.eos_index
     authors = stream_style == "authors"
     document_has_text = False
-    for unit in readers.read_units(path, input_format, start, end):
+    for unit in units:
         if unit.kind == readers.DOC_BREAK:
             if not authors:
                 indexer.start_document()
@@ -149,15 +145,38 @@ def binarize_range(
             if not document_has_text:
                 stats.documents += 1
                 document_has_text = True
-        for name, largest in (("paragraph", paragraph[0]), ("sentence", sentence[-1]), ("token", max(token))):
-            if largest > limits[name]:
-                raise PreprocessError(
-                    f"{path}: line {readers.line_number(path, unit.offset)}: a {name} index exceeds "
-                    f"{limits[name]} (the {name} dataset stores {np.dtype(dtypes[name]).name}); split the "
-                    f"document or paragraph")
-        builders.add(ids, paragraph, sentence, token)
         stats.items += 1
         stats.tokens += len(ids)
+        yield Item(ids, paragraph, sentence, token, unit)
+
+
+def binarize_range(
+    path: str,
+    input_format: str,
+    start: int,
+    end: int,
+    out_prefix: str,
+    dictionary: Dictionary,
+    segmenter: Segmenter,
+    stream_style: str,
+) -> Stats:
+    """Write the items of ``path[start:end]`` (whole documents) to ``out_prefix``.
+    With the authors' stream style the paragraph index counts from 0 in this
+    range; ``output.continue_paragraph_index`` makes it run over the split."""
+    stats = Stats()
+    dtypes = index_dtypes(stream_style)
+    limits = {name: int(np.iinfo(dtype).max) for name, dtype in dtypes.items()}
+    builders = _Builders(out_prefix, len(dictionary), dtypes)
+    units = readers.read_units(path, input_format, start, end)
+    for item in items(units, dictionary, segmenter, stream_style, stats):
+        for name, largest in (("paragraph", item.paragraph[0]), ("sentence", item.sentence[-1]),
+                              ("token", max(item.token))):
+            if largest > limits[name]:
+                raise PreprocessError(
+                    f"{path}: line {readers.line_number(path, item.unit.offset)}: a {name} index exceeds "
+                    f"{limits[name]} (the {name} dataset stores {np.dtype(dtypes[name]).name}); split the "
+                    f"document or paragraph")
+        builders.add(item.ids, item.paragraph, item.sentence, item.token)
     builders.finalize()
     return stats
 

@@ -90,6 +90,20 @@ def read_units(path: str, input_format: str, start: int, end: int) -> Iterator[U
     raise ValueError(f"unknown input format {input_format!r}")
 
 
+def read_text_units(text: str, input_format: str) -> Iterator[Unit]:
+    """The units of ``text`` read as a whole file of ``input_format``
+    (``wikitext`` or ``lines``; offsets are character offsets)."""
+    lines, offset = [], 0
+    for line in text.splitlines(keepends=True):
+        lines.append((offset, line))
+        offset += len(line)
+    if input_format == "wikitext":
+        return _wikitext_units(lines)
+    if input_format == "lines":
+        return _lines_units(lines)
+    raise ValueError(f"raw text is read as wikitext or lines, not {input_format!r}")
+
+
 def _wikitext_units(lines) -> Iterator[Unit]:
     for offset, raw in lines:
         text = normalize(raw)

@@ -19,25 +19,38 @@ def read_stream(prefix: str) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
             paragraph_starts(token_index, sentence_index))
 
 
-def token_losses(checkpoint: str, tokens: np.ndarray, sentence_start: np.ndarray, paragraph_start: np.ndarray,
-                 tgt_len: int) -> np.ndarray:
-    """(N,) loss in nats of every token of the stream, segment by segment of
-    ``tgt_len`` with the model's memory (as ``fairseq-eval-lm --batch-size 1``)."""
-    models, _ = checkpoint_utils.load_model_ensemble([checkpoint])
-    model = models[0].eval()
+def stream_losses(model, tokens: np.ndarray, sentence_start: np.ndarray, paragraph_start: np.ndarray,
+                  tgt_len: int) -> np.ndarray:
+    """(N,) loss in nats of every token of the stream (``[eos] + tokens`` read,
+    ``tokens`` predicted), segment by segment of ``tgt_len`` with the model's
+    memory, as ``fairseq-eval-lm --batch-size 1`` scores a split. The model's
+    evaluation memory is reset before and after, so calls are independent."""
+    model.eval()
+    model.reset_memory(training=False)
     eos = model.decoder.dictionary.eos()
     source = np.concatenate([[eos], tokens[:-1]])
     # the input at position t is token t-1; its flags are those of token t-1 (the leading eos starts both)
     source_sentence = np.concatenate([[True], sentence_start[:-1]])
     source_paragraph = np.concatenate([[True], paragraph_start[:-1]])
+    device = next(model.parameters()).device
     losses = []
-    with torch.no_grad():
-        for start in range(0, len(tokens), tgt_len):
-            cols = slice(start, start + tgt_len)
-            features, _ = model(torch.from_numpy(source[cols])[None],
-                                sentence_starts=torch.from_numpy(source_sentence[cols])[None],
-                                paragraph_starts=torch.from_numpy(source_paragraph[cols])[None])
-            target = torch.from_numpy(tokens[cols])[None]
-            lprobs = model.get_normalized_probs((features, None), log_probs=True, sample={"target": target})
-            losses.append(-lprobs.gather(-1, target[..., None])[0, :, 0].double().numpy())
+    try:
+        with torch.no_grad():
+            for start in range(0, len(tokens), tgt_len):
+                cols = slice(start, start + tgt_len)
+                features, _ = model(torch.from_numpy(source[cols])[None].to(device),
+                                    sentence_starts=torch.from_numpy(source_sentence[cols])[None].to(device),
+                                    paragraph_starts=torch.from_numpy(source_paragraph[cols])[None].to(device))
+                target = torch.from_numpy(tokens[cols])[None].to(device)
+                lprobs = model.get_normalized_probs((features, None), log_probs=True, sample={"target": target})
+                losses.append(-lprobs.gather(-1, target[..., None])[0, :, 0].double().cpu().numpy())
+    finally:
+        model.reset_memory(training=False)
     return np.concatenate(losses)
+
+
+def token_losses(checkpoint: str, tokens: np.ndarray, sentence_start: np.ndarray, paragraph_start: np.ndarray,
+                 tgt_len: int) -> np.ndarray:
+    """``stream_losses`` of the model saved in ``checkpoint``."""
+    models, _ = checkpoint_utils.load_model_ensemble([checkpoint])
+    return stream_losses(models[0], tokens, sentence_start, paragraph_start, tgt_len)

@@ -255,6 +255,20 @@ class SegatronXLModel(FairseqLanguageModel):
     def reset_memory(self, training: Optional[bool] = None) -> None:
         self.decoder.reset_memory(training)
 
+    @classmethod
+    def from_pretrained(cls, model_name_or_path: str, checkpoint_file: str = "checkpoint_best.pt",
+                        data_name_or_path: str = ".", **overrides):
+        """A ``SegatronXLHubInterface`` (``encode``, ``score``) of the checkpoint
+        ``model_name_or_path/checkpoint_file``; ``data_name_or_path`` is the
+        segatron-preprocess directory it was trained on (relative to the model
+        directory when it starts with '.')."""
+        from fairseq import hub_utils
+
+        from segatron_fairseq.models.segatron_xl_hub_interface import SegatronXLHubInterface
+
+        loaded = hub_utils.from_pretrained(model_name_or_path, checkpoint_file, data_name_or_path, **overrides)
+        return SegatronXLHubInterface(loaded["args"], loaded["task"], loaded["models"][0])
+
 
 def _apply(cfg, model: str, preset: str) -> None:
     """``preset``'s fields where the user gave none; Transformer-XL always

@@ -1,0 +1,89 @@
+"""Raw text -> items, exactly as ``segatron-preprocess`` binarized a corpus:
+the directory's own sentence splitter (checked against the sha256 it
+recorded), sub-word model, dictionary and stream style, through the same
+readers, segmenter and indexer (``binarize.items``). For scoring and
+generating with a model trained on that corpus."""
+import os
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from . import readers, sentences, subwords
+from .binarize import Segmenter, Stats, items
+from .corpus_format import (
+    BPE,
+    DICT_FILE,
+    INPUT_FORMAT,
+    LEGACY_PUNKT_FILE,
+    METADATA_FILE,
+    NO_BPE,
+    PUNKT_DIR,
+    SENTENCE_SPLITTER,
+    SENTENCEPIECE_FILE,
+    STREAM_STYLE,
+    paragraph_starts,
+    read_metadata,
+    sentence_starts,
+)
+
+
+@dataclass
+class EncodedText:
+    """The flattened items of a text (eos after each), shapes (N,)."""
+
+    tokens: np.ndarray  # int64 token ids
+    sentence_starts: np.ndarray  # bool, True where a token begins a sentence
+    paragraph_starts: np.ndarray  # bool, True where a token begins a paragraph
+
+
+def _splitter(directory: str, recorded) -> object:
+    name = recorded.get("name") if isinstance(recorded, dict) else None
+    if name == "punkt-pretrained":
+        splitter = sentences.load_pretrained()
+    elif name == "punkt-path" and os.path.exists(recorded.get("source", "")):
+        splitter = sentences.load(recorded["source"])
+    else:
+        saved = [os.path.join(directory, n) for n in (PUNKT_DIR, LEGACY_PUNKT_FILE)]
+        saved = [p for p in saved if os.path.exists(p)]
+        if not saved:
+            raise FileNotFoundError(f"{directory} holds no sentence splitter ({PUNKT_DIR}/ or {LEGACY_PUNKT_FILE})")
+        splitter = sentences.load(saved[0])
+    if isinstance(recorded, dict) and sentences.splitter_identity(splitter)["sha256"] != recorded.get("sha256"):
+        raise ValueError(f"{directory}: its sentence splitter is not the one {METADATA_FILE} records "
+                         f"({recorded.get('name')}, sha256 {recorded.get('sha256', '')[:12]})")
+    return splitter
+
+
+class TextEncoder:
+    def __init__(self, directory: str, dictionary=None):
+        """``dictionary``: the model's (a fairseq ``Dictionary``); default the
+        directory's dict.txt."""
+        metadata = read_metadata(directory)
+        if not metadata:
+            raise FileNotFoundError(f"{os.path.join(directory, METADATA_FILE)} not found: raw text is encoded as "
+                                    f"segatron-preprocess encoded the corpus, which needs its metadata")
+        if dictionary is None:
+            from fairseq.data import Dictionary
+
+            dictionary = Dictionary.load(os.path.join(directory, DICT_FILE))
+        words = subwords.Words() if metadata.get(BPE, NO_BPE) == NO_BPE else \
+            subwords.SentencePiece(os.path.join(directory, SENTENCEPIECE_FILE))
+        self.stream_style = metadata.get(STREAM_STYLE, "fairseq")
+        self.input_format = metadata.get(INPUT_FORMAT, "lines")
+        self.segmenter = Segmenter(_splitter(directory, metadata.get(SENTENCE_SPLITTER)), words,
+                                   split_headings=self.stream_style == "authors")
+        self.dictionary = dictionary
+
+    def encode(self, text: str, input_format: Optional[str] = None) -> EncodedText:
+        """``text`` as a file of ``input_format`` (default: the corpus's, when it
+        was ``wikitext`` or ``lines``)."""
+        input_format = input_format or (self.input_format if self.input_format != "jsonl" else "lines")
+        units = readers.read_text_units(text, input_format)
+        found = list(items(units, self.dictionary, self.segmenter, self.stream_style, Stats()))
+        if not found:
+            raise ValueError("the text holds no words")
+        token_index = np.concatenate([item.token for item in found])
+        sentence_index = np.concatenate([item.sentence for item in found])
+        return EncodedText(np.concatenate([item.ids for item in found]).astype(np.int64),
+                           sentence_starts(token_index), paragraph_starts(token_index, sentence_index))

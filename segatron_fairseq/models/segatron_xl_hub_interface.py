@@ -1,0 +1,46 @@
+"""Score raw text with a Segatron-XL (or Transformer-XL) checkpoint.
+
+    from segatron_fairseq.models.segatron_xl import SegatronXLModel
+    lm = SegatronXLModel.from_pretrained("checkpoints", "checkpoint_best.pt", "data-bin/wikitext-103")
+    result = lm.score(" = Title = \\n \\n Some text . More text . \\n")
+    result["positional_scores"]   # (N,) log-probability of each token, in nats
+    result["ppl"]                 # the perplexity over those N tokens
+
+The text is turned into tokens and sentence / paragraph starts exactly as
+``segatron-preprocess`` binarized the training corpus (``data_name_or_path``:
+its splitter, sub-word model, dictionary and stream style; see
+``segatron_preprocess.text_encoder``), then scored as one stream, in segments
+of the training ``--tgt-len`` with memory, every token once: the numbers
+``fairseq-eval-lm --batch-size 1`` reports for the same text binarized. Each
+call starts from an empty memory.
+"""
+import math
+from typing import Dict, Optional
+
+import torch
+from segatron_preprocess.text_encoder import EncodedText, TextEncoder
+from torch import nn
+
+from segatron_fairseq.token_losses import stream_losses
+
+
+class SegatronXLHubInterface(nn.Module):
+    def __init__(self, cfg, task, model):
+        super().__init__()
+        self.cfg, self.task, self.model = cfg, task, model
+        self.model.eval()
+        self.encoder = TextEncoder(task.cfg.data, task.dictionary)
+
+    def encode(self, text: str, input_format: Optional[str] = None) -> EncodedText:
+        """Tokens and segment starts of ``text`` (a file's content in the corpus's format)."""
+        return self.encoder.encode(text, input_format)
+
+    def score(self, text: str, input_format: Optional[str] = None, tgt_len: Optional[int] = None) -> Dict:
+        """``tokens`` (N,), ``positional_scores`` (N,) log-probabilities in nats,
+        ``loss`` (mean negative log-probability, nats) and ``ppl`` of ``text``."""
+        encoded = self.encode(text, input_format)
+        losses = stream_losses(self.model, encoded.tokens, encoded.sentence_starts, encoded.paragraph_starts,
+                               tgt_len or self.task.cfg.tgt_len)
+        loss = float(losses.mean())
+        return {"tokens": torch.from_numpy(encoded.tokens), "positional_scores": torch.from_numpy(-losses),
+                "loss": loss, "ppl": math.exp(loss)}

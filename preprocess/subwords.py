@@ -1,6 +1,7 @@
 """Sub-word segmentation of sentences: none (whitespace words) or sentencepiece."""
 import os
-from typing import Iterable, List
+import re
+from typing import Iterable, List, Tuple
 
 import sentencepiece as spm
 
@@ -25,7 +26,9 @@ class SentencePiece:
 
     is_whitespace = False
 
-    def __init__(self, model_path: str):
+    def __init__(self, model_path: str, keep: Tuple[str, ...] = ()):
+        """``keep``: symbols (e.g. ``<mask>``) that stay one piece wherever they occur."""
+        self.keep = tuple(keep)
         if not os.path.isfile(model_path):
             raise PreprocessError(f"{model_path}: sentencepiece model not found")
         self.model_path = model_path
@@ -36,17 +39,25 @@ class SentencePiece:
             raise PreprocessError(f"{model_path}: not a sentencepiece model ({err})") from None
 
     def __getstate__(self):
-        return {"model_path": self.model_path}
+        return {"model_path": self.model_path, "keep": self.keep}
 
     def __setstate__(self, state):
-        self.__init__(state["model_path"])
+        self.__init__(state["model_path"], state["keep"])
 
     @property
     def vocab_size(self) -> int:
         return self.processor.GetPieceSize()
 
     def encode(self, text: str) -> List[str]:
-        return self.processor.EncodeAsPieces(text)
+        if not self.keep:
+            return self.processor.EncodeAsPieces(text)
+        pieces = []
+        for part in re.split("(" + "|".join(re.escape(k) for k in self.keep) + ")", text):
+            if part in self.keep:
+                pieces.append(part)
+            elif part.strip():
+                pieces.extend(self.processor.EncodeAsPieces(part))
+        return pieces
 
 
 def train_sentencepiece(sentences: Iterable[str], vocab_size: int, model_path: str, max_sentences: int) -> None:

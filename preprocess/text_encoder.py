@@ -30,11 +30,23 @@ from .corpus_format import (
 
 @dataclass
 class EncodedText:
-    """The flattened items of a text (eos after each), shapes (N,)."""
+    """The flattened items of a text (eos after each), shapes (N,); the
+    indexes mean what ``corpus_format`` says."""
 
     tokens: np.ndarray  # int64 token ids
-    sentence_starts: np.ndarray  # bool, True where a token begins a sentence
-    paragraph_starts: np.ndarray  # bool, True where a token begins a paragraph
+    paragraph_index: np.ndarray
+    sentence_index: np.ndarray
+    token_index: np.ndarray
+
+    @property
+    def sentence_starts(self) -> np.ndarray:
+        """bool, True where a token begins a sentence."""
+        return sentence_starts(self.token_index)
+
+    @property
+    def paragraph_starts(self) -> np.ndarray:
+        """bool, True where a token begins a paragraph."""
+        return paragraph_starts(self.token_index, self.sentence_index)
 
 
 def _splitter(directory: str, recorded) -> object:
@@ -56,9 +68,10 @@ def _splitter(directory: str, recorded) -> object:
 
 
 class TextEncoder:
-    def __init__(self, directory: str, dictionary=None):
+    def __init__(self, directory: str, dictionary=None, keep: tuple = ()):
         """``dictionary``: the model's (a fairseq ``Dictionary``); default the
-        directory's dict.txt."""
+        directory's dict.txt. ``keep``: symbols such as ``<mask>`` that stay
+        one token."""
         metadata = read_metadata(directory)
         if not metadata:
             raise FileNotFoundError(f"{os.path.join(directory, METADATA_FILE)} not found: raw text is encoded as "
@@ -68,7 +81,7 @@ class TextEncoder:
 
             dictionary = Dictionary.load(os.path.join(directory, DICT_FILE))
         words = subwords.Words() if metadata.get(BPE, NO_BPE) == NO_BPE else \
-            subwords.SentencePiece(os.path.join(directory, SENTENCEPIECE_FILE))
+            subwords.SentencePiece(os.path.join(directory, SENTENCEPIECE_FILE), keep)
         self.stream_style = metadata.get(STREAM_STYLE, "fairseq")
         self.input_format = metadata.get(INPUT_FORMAT, "lines")
         self.segmenter = Segmenter(_splitter(directory, metadata.get(SENTENCE_SPLITTER)), words,
@@ -83,7 +96,7 @@ class TextEncoder:
         found = list(items(units, self.dictionary, self.segmenter, self.stream_style, Stats()))
         if not found:
             raise ValueError("the text holds no words")
-        token_index = np.concatenate([item.token for item in found])
-        sentence_index = np.concatenate([item.sentence for item in found])
-        return EncodedText(np.concatenate([item.ids for item in found]).astype(np.int64),
-                           sentence_starts(token_index), paragraph_starts(token_index, sentence_index))
+        def flat(field):
+            return np.concatenate([getattr(item, field) for item in found]).astype(np.int64)
+
+        return EncodedText(flat("ids"), flat("paragraph"), flat("sentence"), flat("token"))

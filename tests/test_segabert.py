@@ -64,14 +64,15 @@ def test_cls_and_sep_take_the_indexes_of_their_neighbours(data):
 
 
 def test_index_rule_shifts_then_clips():
-    fit = DocumentExampleDataset._fit
-    values, shifted, clipped = fit(None, np.array([48, 49, 50, 51]), 50)
+    from segatron_fairseq.data.document_examples import fit_to_table as fit
+
+    values, shifted, clipped = fit(np.array([48, 49, 50, 51]), 50)
     assert values.tolist() == [46, 47, 48, 49] and shifted and not clipped
-    values, shifted, clipped = fit(None, np.array([0, 3, 60]), 50)
+    values, shifted, clipped = fit(np.array([0, 3, 60]), 50)
     assert values.tolist() == [0, 3, 49] and not shifted and clipped
-    values, shifted, clipped = fit(None, np.array([5, 60]), 50)
+    values, shifted, clipped = fit(np.array([5, 60]), 50)
     assert values.tolist() == [0, 49] and shifted and clipped
-    values, shifted, clipped = fit(None, np.array([1, 2]), 50)
+    values, shifted, clipped = fit(np.array([1, 2]), 50)
     assert values.tolist() == [1, 2] and not shifted and not clipped
 
 

@@ -30,6 +30,20 @@ from segatron_preprocess.corpus_format import INDEX_NAMES, document_starts, sent
 from .segment_indexed_dataset import SegmentIndexedDataset
 
 
+def fit_to_table(values: np.ndarray, limit: int) -> Tuple[np.ndarray, bool, bool]:
+    """The paper's rule for indexes >= ``limit`` (a table of ``limit`` rows):
+    shift all of them down as far as needed, not below 0, then clip. Returns
+    the values and whether they were shifted / clipped."""
+    shifted = clipped = False
+    if values.size and values.max() >= limit:
+        shift = min(int(values.max()) - (limit - 1), int(values.min()))
+        if shift > 0:
+            values, shifted = values - shift, True
+        if values.max() >= limit:
+            values, clipped = np.minimum(values, limit - 1), True
+    return values, shifted, clipped
+
+
 class SentenceTable:
     """Sentences of a binarized split: flat start/stop positions, lengths
     without ``</s>``, and the documents they belong to."""
@@ -112,17 +126,6 @@ class DocumentExampleDataset(FairseqDataset):
     def size(self, index):
         return int(self._sizes[index])
 
-    def _fit(self, values: np.ndarray, limit: int) -> Tuple[np.ndarray, bool, bool]:
-        """The paper's rule for indexes >= limit: shift down (not below 0), then clip."""
-        shifted = clipped = False
-        if values.size and values.max() >= limit:
-            shift = min(int(values.max()) - (limit - 1), int(values.min()))
-            if shift > 0:
-                values, shifted = values - shift, True
-            if values.max() >= limit:
-                values, clipped = np.minimum(values, limit - 1), True
-        return values, shifted, clipped
-
     def __getitem__(self, index: int):
         table = self.table
         lo = table.starts[self.first_sentence[index]]
@@ -134,7 +137,7 @@ class DocumentExampleDataset(FairseqDataset):
         shifted = clipped = False
         for name in INDEX_NAMES:
             values = self.indexes[name][lo:hi][keep][:budget].astype(np.int64)
-            values, was_shifted, was_clipped = self._fit(values, self.index_limits[name])
+            values, was_shifted, was_clipped = fit_to_table(values, self.index_limits[name])
             shifted, clipped = shifted or was_shifted, clipped or was_clipped
             # [CLS] and [SEP] take the indexes of their neighbours
             item[name] = torch.from_numpy(np.concatenate([values[:1], values, values[-1:]]))

@@ -8,6 +8,8 @@ input embedding changes. The indexes come in as ``paragraph_index``,
 positions and no index tables (architectures ``segabert_bert_*``: fairseq
 itself registers ``bert_base``/``bert_large`` for its legacy masked_lm model).
 """
+import os
+
 from fairseq.models import register_model
 from fairseq.models.roberta.model import (
     RobertaEncoder,
@@ -72,6 +74,30 @@ class SegaBERTModel(RobertaModel):
             parser.add_argument(f"--max-{name}-index", type=int, help=f"{name} index table size ({size})")
         parser.add_argument("--no-segment-positions", action="store_true", default=None,
                             help="BERT: learned absolute positions instead of the index tables")
+
+    @classmethod
+    def from_pretrained(cls, model_name_or_path: str, checkpoint_file: str = "checkpoint_best.pt",
+                        data_name_or_path: str = ".", **overrides):
+        """A ``SegaBERTHubInterface`` (``encode``, ``extract_features``,
+        ``fill_mask``, ``predict``) of the checkpoint
+        ``model_name_or_path/checkpoint_file``, pre-trained (segabert_mlm) or
+        fine-tuned (segabert_sentence_prediction). ``data_name_or_path`` is the
+        segatron-preprocess directory of pre-training (relative to the model
+        directory when it starts with '.')."""
+        from fairseq import checkpoint_utils
+
+        from segatron_fairseq.models.segabert_hub_interface import SegaBERTHubInterface
+
+        corpus = data_name_or_path
+        if corpus.startswith("."):
+            corpus = os.path.abspath(os.path.join(model_name_or_path, corpus))
+        path = os.path.join(model_name_or_path, checkpoint_file)
+        state = checkpoint_utils.load_checkpoint_to_cpu(path)
+        task_name = state["cfg"]["task"]["_name"]
+        # the task's own files stay; only the corpus that tokenizes text is this one
+        overrides = {"pretrain_data" if task_name == "segabert_sentence_prediction" else "data": corpus, **overrides}
+        models, cfg, task = checkpoint_utils.load_model_ensemble_and_task([path], arg_overrides=overrides)
+        return SegaBERTHubInterface(cfg, task, models[0], corpus)
 
     @classmethod
     def build_model(cls, args, task):

@@ -1,0 +1,110 @@
+"""Features, masked-word predictions and fine-tuned predictions of a SegaBERT
+(or BERT-baseline) checkpoint from raw text.
+
+    from segatron_fairseq.models.segabert import SegaBERTModel
+    bert = SegaBERTModel.from_pretrained("checkpoints/segabert", "checkpoint_best.pt", "data-bin/wikipedia")
+    x = bert.encode("First sentence . Second one .\\nA new paragraph .")   # the indexes of that text
+    bert.extract_features(x)                    # (1, T, d); return_all_hiddens=True: every layer
+    bert.fill_mask("The crab lives near the <mask> .", topk=3)
+    bert.predict("sentence_classification_head", bert.encode("A text .", "Another text ."))
+
+``encode`` lays a text out as pre-training does: its words tokenized, split
+into sentences and paragraphs (one per line) by the corpus's own binarizer
+path (``segatron_preprocess.text_encoder``), ``</s>`` left out, [CLS] and
+[SEP] with their neighbours' indexes, indexes above a table fitted by the
+paper's rule. A pair is laid out as fine-tuning does
+(``sentence_prediction_dataset.segment_layout``): first text paragraph 0,
+second paragraph 1.
+"""
+from typing import Dict, List, Optional, Tuple, Union
+
+import numpy as np
+import torch
+from segatron_preprocess.text_encoder import TextEncoder
+from torch import nn
+
+from segatron_fairseq.data.document_examples import fit_to_table
+from segatron_fairseq.data.sentence_prediction_dataset import segment_layout
+from segatron_fairseq.models.segabert import SEGMENT_TABLE_SIZES
+from segatron_fairseq.tasks.masking import MASK_SYMBOL
+
+
+
+class SegaBERTHubInterface(nn.Module):
+    def __init__(self, cfg, task, model, corpus: str):
+        super().__init__()
+        self.cfg, self.task, self.model = cfg, task, model
+        self.model.eval()
+        self.dictionary = task.source_dictionary
+        self.text_encoder = TextEncoder(corpus, self.dictionary, keep=(MASK_SYMBOL,))
+        self.max_positions = model.max_positions()
+        self.table_sizes = {name: getattr(model.args, f"max_{name}_index", size)
+                            for name, size in SEGMENT_TABLE_SIZES.items()}
+        self.register_buffer("_float_tensor", torch.tensor([0], dtype=torch.float), persistent=False)
+
+    @property
+    def device(self):
+        return self._float_tensor.device
+
+    def _single(self, text: str) -> Dict[str, np.ndarray]:
+        encoded = self.text_encoder.encode(text, "lines")
+        keep = encoded.tokens != self.dictionary.eos()
+        budget = self.max_positions - 2
+        tokens = encoded.tokens[keep][:budget]
+        out = {"src_tokens": np.concatenate([[self.dictionary.bos()], tokens, [self.dictionary.eos()]])}
+        for name, values in (("paragraph", encoded.paragraph_index), ("sentence", encoded.sentence_index),
+                             ("token", encoded.token_index)):
+            values, _, _ = fit_to_table(values[keep][:budget], self.table_sizes[name])
+            out[f"{name}_index"] = np.concatenate([values[:1], values, values[-1:]])
+        return out
+
+    def _pair(self, text_a: str, text_b: str) -> Dict[str, np.ndarray]:
+        texts = [self.text_encoder.encode(t, "lines").tokens for t in (text_a, text_b)]
+        texts = [t[t != self.dictionary.eos()] for t in texts]
+        tokens, paragraph, sentence, token = segment_layout(texts, self.dictionary.bos(), self.dictionary.eos(),
+                                                            self.max_positions, self.table_sizes["token"])
+        return {"src_tokens": tokens, "paragraph_index": paragraph, "sentence_index": sentence,
+                "token_index": token}
+
+    def encode(self, text: str, text_b: Optional[str] = None) -> Dict[str, torch.Tensor]:
+        """The model's input for one text (lines are paragraphs) or a pair:
+        ``src_tokens`` and the three indexes, each (1, T)."""
+        if not text.strip() or (text_b is not None and not text_b.strip()):
+            raise ValueError("encode needs non-empty text")
+        layout = self._single(text) if text_b is None else self._pair(text, text_b)
+        return {key: torch.as_tensor(np.asarray(value), dtype=torch.long)[None].to(self.device)
+                for key, value in layout.items()}
+
+    @torch.no_grad()
+    def extract_features(self, encoded: Dict[str, torch.Tensor],
+                         return_all_hiddens: bool = False) -> Union[torch.Tensor, List[torch.Tensor]]:
+        """(1, T, d) states of the last layer, or a list of (1, T, d): the
+        embedding output, then each layer."""
+        features, extra = self.model(**encoded, features_only=True, return_all_hiddens=return_all_hiddens)
+        if return_all_hiddens:
+            return [state.transpose(0, 1) for state in extra["inner_states"]]
+        return features
+
+    @torch.no_grad()
+    def fill_mask(self, masked_text: str, topk: int = 5) -> List[Tuple[str, float, str]]:
+        """The ``topk`` fillings of the single ``<mask>`` of ``masked_text``:
+        (filled text, probability, predicted symbol)."""
+        if masked_text.count(MASK_SYMBOL) != 1:
+            raise ValueError(f"fill_mask needs exactly one {MASK_SYMBOL} in the text")
+        encoded = self.encode(masked_text)
+        mask_idx = self.dictionary.index(MASK_SYMBOL)
+        position = int((encoded["src_tokens"][0] == mask_idx).nonzero()[0])
+        logits, _ = self.model(**encoded)
+        probs = logits[0, position].float().softmax(dim=-1)
+        values, indices = probs.topk(topk)
+        return [(masked_text.replace(MASK_SYMBOL, self.dictionary[int(i)], 1), float(v), self.dictionary[int(i)])
+                for v, i in zip(values, indices)]
+
+    @torch.no_grad()
+    def predict(self, head: str, encoded: Dict[str, torch.Tensor], return_logits: bool = False) -> torch.Tensor:
+        """(1, C) log-probabilities (or logits) of classification head ``head``."""
+        if head not in self.model.classification_heads:
+            raise KeyError(f"the model has no classification head {head!r}; it has "
+                           f"{sorted(self.model.classification_heads)}")
+        logits, _ = self.model(**encoded, features_only=True, classification_head_name=head)
+        return logits if return_logits else logits.float().log_softmax(dim=-1)

@@ -26,6 +26,7 @@ setup(
         "scikit-learn",
         "scipy",
         "tensorboardX",
+        "matplotlib",
     ],
     entry_points={
         "console_scripts": [
@@ -35,6 +36,7 @@ setup(
             "segatron-components = segatron_fairseq.cli.components:cli_main",
             "segatron-compare-lm = segatron_fairseq.cli.compare_lm:cli_main",
             "segatron-loss-by-boundary = segatron_fairseq.cli.loss_by_boundary:cli_main",
+            "segatron-plot = segatron_fairseq.cli.plot:cli_main",
             "cross-thought-rank = segatron_fairseq.cli.cross_thought_rank:cli_main",
         ],
     },

@@ -21,7 +21,7 @@ PATCH="$ROOT/scripts/patches/fairseq-${FAIRSEQ_VERSION}-py311.patch"
 RUNTIME_PACKAGES=(
   "hydra-core==1.3.2" "omegaconf==2.3.0" "sentencepiece" "nltk" "bitarray"
   "sacrebleu>=1.4.12" "regex" "cffi" "tqdm" "pytest" "pytest-xdist"
-  "scikit-learn" "scipy" "tensorboardX"
+  "scikit-learn" "scipy" "tensorboardX" "matplotlib"
 )
 
 log() { echo "[install] $*"; }

@@ -102,7 +102,7 @@ def test_scores_match_pair_by_pair_reference(sentence, paragraph, pre_norm, clam
 
     # the third segment: memory holds stream positions 2*SEQ-5 .. 2*SEQ-1
     positions = list(range(2 * SEQ - 5, 3 * SEQ))
-    for layer_number, (hidden, memory, distances, u, v, mask) in enumerate(captured):
+    for layer_number, (hidden, memory, distances, u, v, mask, _) in enumerate(captured):
         attention = decoder.layers[layer_number].attention
         assert memory.shape == (5, BATCH, 30)
         scores, _ = attention.scores(hidden, memory, distances, u, v)
@@ -213,3 +213,34 @@ def test_adaptive_model_trains_under_autocast():
     loss.backward()
     assert torch.isfinite(loss)
     assert embed.embeddings[0][0].weight.grad.abs().sum() > 0
+
+
+def test_attention_weights_on_request():
+    """need_attn: each layer's probabilities are the softmax of its (reference-checked) scores under the mask;
+    asking for them changes no output."""
+    decoder = make_decoder(True, True, mem_len=5)
+    decoder.eval()
+    tokens, sentence_flags, paragraph_flags = make_stream(2 * SEQ)
+    captured = []
+    hooks = [layer.attention.register_forward_pre_hook(lambda module, args: captured.append(args))
+             for layer in decoder.layers]
+    with torch.no_grad():
+        decoder(tokens[:, :SEQ], sentence_flags[:, :SEQ], paragraph_flags[:, :SEQ])  # fills the memory
+        captured.clear()
+        with_attn, extra = decoder(tokens[:, SEQ:], sentence_flags[:, SEQ:], paragraph_flags[:, SEQ:],
+                                   need_attn=True)
+        decoder.reset_memory()
+        decoder(tokens[:, :SEQ], sentence_flags[:, :SEQ], paragraph_flags[:, :SEQ])
+        without, plain_extra = decoder(tokens[:, SEQ:], sentence_flags[:, SEQ:], paragraph_flags[:, SEQ:])
+    for h in hooks:
+        h.remove()
+    assert torch.equal(with_attn, without) and plain_extra["attn"] == [None]
+    assert len(extra["attn_layers"]) == len(decoder.layers)
+    for layer, weights, (hidden, memory, distances, u, v, mask, _) in zip(decoder.layers, extra["attn_layers"],
+                                                                        captured):
+        scores, _ = layer.attention.scores(hidden, memory, distances, u, v)
+        expected = torch.softmax((scores * layer.attention.scale).float().masked_fill(mask, float("-inf")), -1)
+        assert weights.shape == (BATCH, 3, SEQ, 5 + SEQ)
+        torch.testing.assert_close(weights, expected, rtol=0, atol=1e-6)
+        assert torch.all(weights.masked_select(mask) == 0)
+    torch.testing.assert_close(extra["attn"][0], extra["attn_layers"][-1].mean(dim=1))

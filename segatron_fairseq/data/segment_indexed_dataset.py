@@ -155,11 +155,13 @@ class SegmentIndexedDataset(FairseqDataset):
         return int(self.tokens.sizes[index])
 
     def token_array(self) -> np.ndarray:
-        """All token ids of the split, flattened (memory-mapped)."""
+        """All token ids of the split, flattened: a view of the memory map,
+        valid while this dataset lives (keep a reference, or copy it)."""
         return np.frombuffer(self.tokens._bin_buffer, dtype=self.tokens._index.dtype, count=int(self.sizes.sum()))
 
     def index_array(self, name: str) -> np.ndarray:
-        """All values of index ``name`` over the split, flattened (uint16)."""
+        """All values of index ``name`` over the split, flattened: a view of
+        the memory map, valid while this dataset lives."""
         dataset = self.indexes[name]
         return np.frombuffer(dataset._bin_buffer, dtype=dataset._index.dtype, count=int(self.sizes.sum()))
 

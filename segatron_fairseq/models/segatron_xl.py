@@ -163,16 +163,29 @@ class SegatronXLDecoder(FairseqDecoder):
     # ---- forward --------------------------------------------------------------------------------
 
     def forward(self, src_tokens: Tensor, sentence_starts: Optional[Tensor] = None,
-                paragraph_starts: Optional[Tensor] = None, features_only: bool = False, **kwargs):
+                paragraph_starts: Optional[Tensor] = None, features_only: bool = False, need_attn: bool = False,
+                **kwargs):
         """src_tokens (B, T); sentence_starts / paragraph_starts (B, T) bool,
         True at the first token of a sentence / paragraph (needed only for the
-        enabled parts). Returns ((B, T, V) logits or (B, T, d) features, extra)."""
-        x = self.extract_features(src_tokens, sentence_starts, paragraph_starts)
+        enabled parts). Returns ((B, T, V) logits or (B, T, d) features, extra);
+        with ``need_attn``, ``extra["attn_layers"]`` holds each layer's
+        attention probabilities (B, H, T, K), keys = memory then segment, and
+        ``extra["attn"]`` the last layer's averaged over heads (B, T, K)."""
+        x, weights = self.features_and_attention(src_tokens, sentence_starts, paragraph_starts, need_attn)
         if not features_only:
             x = self.output_layer(x)
-        return x, {"attn": [None]}
+        if not need_attn:
+            return x, {"attn": [None]}
+        return x, {"attn": [weights[-1].mean(dim=1)], "attn_layers": weights}
 
-    def extract_features(self, src_tokens, sentence_starts=None, paragraph_starts=None):
+    def extract_features(self, src_tokens, sentence_starts=None, paragraph_starts=None) -> Tensor:
+        """(B, T, d) features of the segment (and the memory updated)."""
+        return self.features_and_attention(src_tokens, sentence_starts, paragraph_starts)[0]
+
+    def features_and_attention(self, src_tokens, sentence_starts=None, paragraph_starts=None,
+                               need_attn: bool = False):
+        """(B, T, d) features and, with ``need_attn``, each layer's attention
+        probabilities (B, H, T, K) (else None)."""
         batch, seq_len = src_tokens.shape
         memory = self._current_memory(batch)
         mem_len = 0 if memory is None else memory.hidden[0].size(0)
@@ -201,16 +214,17 @@ class SegatronXLDecoder(FairseqDecoder):
         distances.map_tables(self.dropout)
         mask = torch.ones(seq_len, keys, dtype=torch.bool, device=x.device).triu_(diagonal=mem_len + 1)
 
-        inputs = []
+        inputs, weights = [], []
         for i, layer in enumerate(self.layers):
             inputs.append(x)
             bias = 0 if self.cfg.share_position_biases else i
-            x = layer(x, None if memory is None else memory.hidden[i], distances,
-                      self.content_bias[bias], self.position_bias[bias], mask)
+            x, layer_weights = layer(x, None if memory is None else memory.hidden[i], distances,
+                                     self.content_bias[bias], self.position_bias[bias], mask, need_attn)
+            weights.append(layer_weights)
         if self.final_norm is not None:
             x = self.final_norm(x)
         self._update_memory(inputs, counters, memory)
-        return self.dropout(x).transpose(0, 1)
+        return self.dropout(x).transpose(0, 1), (weights if need_attn else None)
 
     def output_layer(self, features: Tensor) -> Tensor:
         if self.adaptive_softmax is not None:

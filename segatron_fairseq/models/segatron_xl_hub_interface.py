@@ -17,6 +17,7 @@ call starts from an empty memory.
 import math
 from typing import Dict, Optional
 
+import numpy as np
 import torch
 from segatron_preprocess.text_encoder import EncodedText, TextEncoder
 from torch import nn
@@ -44,3 +45,26 @@ class SegatronXLHubInterface(nn.Module):
         loss = float(losses.mean())
         return {"tokens": torch.from_numpy(encoded.tokens), "positional_scores": torch.from_numpy(-losses),
                 "loss": loss, "ppl": math.exp(loss)}
+
+    @torch.no_grad()
+    def attention(self, text: str, input_format: Optional[str] = None, max_tokens: Optional[int] = None) -> Dict:
+        """The attention of the first ``max_tokens`` (default: the training
+        ``--tgt-len``) input positions of ``text`` read as one segment without
+        memory: ``symbols`` (the input tokens, the leading ``</s>`` first),
+        ``sentence_starts`` / ``paragraph_starts`` (T,) bool, and ``layers``:
+        each layer's probabilities (H, T, T), query by key."""
+        encoded = self.encode(text, input_format)
+        length = min(max_tokens or self.task.cfg.tgt_len, len(encoded.tokens))
+        eos = self.task.dictionary.eos()
+        source = torch.from_numpy(np.concatenate([[eos], encoded.tokens[:length - 1]]))[None]
+        sentence = torch.from_numpy(np.concatenate([[True], encoded.sentence_starts[:length - 1]]))[None]
+        paragraph = torch.from_numpy(np.concatenate([[True], encoded.paragraph_starts[:length - 1]]))[None]
+        device = next(self.model.parameters()).device
+        self.model.reset_memory(training=False)
+        try:
+            _, extra = self.model(source.to(device), sentence_starts=sentence.to(device),
+                                  paragraph_starts=paragraph.to(device), features_only=True, need_attn=True)
+        finally:
+            self.model.reset_memory(training=False)
+        return {"symbols": [self.task.dictionary[int(i)] for i in source[0]], "sentence_starts": sentence[0],
+                "paragraph_starts": paragraph[0], "layers": [w[0].cpu() for w in extra["attn_layers"]]}

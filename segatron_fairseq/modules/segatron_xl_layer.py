@@ -1,7 +1,7 @@
 """One Segatron-XL block: segment-aware relative attention and a feed-forward
 network, each with residual, dropout and LayerNorm (post-norm as in
 Transformer-XL, or pre-norm)."""
-from typing import Optional
+from typing import Optional, Tuple
 
 from torch import Tensor, nn
 
@@ -25,16 +25,20 @@ class SegatronXLLayer(nn.Module):
         self.pre_norm = pre_norm
 
     def forward(self, hidden: Tensor, memory: Optional[Tensor], distances: SegmentDistances,
-                content_bias: Tensor, position_bias: Tensor, mask: Tensor) -> Tensor:
+                content_bias: Tensor, position_bias: Tensor, mask: Tensor,
+                need_weights: bool = False) -> Tuple[Tensor, Optional[Tensor]]:
         """hidden (T, B, d); memory (M, B, d): this layer's inputs cached from
         earlier segments. Pre-norm normalizes the whole window (memory and
-        segment) before the attention; post-norm normalizes after each residual."""
+        segment) before the attention; post-norm normalizes after each residual.
+        Returns the layer's output (T, B, d) and, with ``need_weights``, its
+        attention probabilities (B, H, T, K)."""
         if self.pre_norm:
             window_memory = None if memory is None else self.attention_norm(memory)
-            attended = self.attention(self.attention_norm(hidden), window_memory, distances, content_bias,
-                                      position_bias, mask)
+            attended, weights = self.attention(self.attention_norm(hidden), window_memory, distances, content_bias,
+                                               position_bias, mask, need_weights)
             hidden = hidden + self.dropout(attended)
-            return hidden + self.ffn(self.ffn_norm(hidden))
-        attended = self.attention(hidden, memory, distances, content_bias, position_bias, mask)
+            return hidden + self.ffn(self.ffn_norm(hidden)), weights
+        attended, weights = self.attention(hidden, memory, distances, content_bias, position_bias, mask,
+                                           need_weights)
         hidden = self.attention_norm(hidden + self.dropout(attended))
-        return self.ffn_norm(hidden + self.ffn(hidden))
+        return self.ffn_norm(hidden + self.ffn(hidden)), weights

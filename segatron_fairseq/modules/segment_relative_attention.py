@@ -26,7 +26,7 @@ which terms there are: TOKEN_ONLY and WINDOW_END (the authors' distances,
 which depend on j - i only: one rel-shifted table per batch row carries all
 three parts) have AC + BD_token; RUN_GRID (Eq. 3) has AC + BD_token + BD_grid.
 """
-from typing import Dict, Optional
+from typing import Dict, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -122,14 +122,18 @@ class SegmentRelativeMultiheadAttention(nn.Module):
         return scores.view(batch, heads, seq_len, keys) + rel_shift(by_token)  # + BD_token
 
     def forward(self, hidden: Tensor, memory: Optional[Tensor], distances: SegmentDistances,
-                content_bias: Tensor, position_bias: Tensor, mask: Tensor) -> Tensor:
+                content_bias: Tensor, position_bias: Tensor, mask: Tensor,
+                need_weights: bool = False) -> Tuple[Tensor, Optional[Tensor]]:
         """hidden (T, B, d), memory (M, B, d) or None, mask (T, K) True where
         the key is hidden from the query -> the attention's output (T, B, d),
-        after the output projection (no residual, no norm)."""
+        after the output projection (no residual, no norm), and with
+        ``need_weights`` the attention probabilities (B, H, T, K), float32,
+        before dropout (else None)."""
         scores, v = self.scores(hidden, memory, distances, content_bias, position_bias)
         scores = (scores * self.scale).float().masked_fill(mask[None, None], float("-inf"))
-        probs = self.attention_dropout(torch.softmax(scores, dim=-1).type_as(v))
+        weights = torch.softmax(scores, dim=-1)
+        probs = self.attention_dropout(weights.type_as(v))
         attended = torch.matmul(probs, v)  # (B, H, T, dh)
         seq_len, batch = hidden.shape[:2]
         attended = attended.permute(2, 0, 1, 3).reshape(seq_len, batch, self.num_heads * self.head_dim)
-        return self.out_proj(attended)
+        return self.out_proj(attended), (weights.detach() if need_weights else None)

@@ -1,0 +1,182 @@
+"""``segatron-plot``: pictures of trained models (PNG and SVG).
+
+    segatron-plot attention --model-dir checkpoints --data data-bin --text text.txt --layer 0 --out attn
+    segatron-plot curves train_a.log train_b.log --labels A,B --out curves
+    segatron-plot boundary --data data-bin --split valid checkpoint_a.pt checkpoint_b.pt --out boundary
+
+- ``attention``: one heat map per head of a layer (query by key) for the first
+  segment of a text, with sentence starts (thin) and paragraph starts (thick)
+  drawn on both axes (the Segatron paper's Figure 5).
+- ``curves``: train and valid perplexity against updates, read from the logs
+  of ``fairseq-train --log-format simple`` (the paper's Figure 2).
+- ``boundary``: perplexity by the target token's position in its sentence
+  (scored as ``segatron-loss-by-boundary`` scores the split).
+"""
+import argparse
+import math
+import os
+import re
+from typing import Dict, List, Tuple
+
+import numpy as np
+
+_TRAIN = re.compile(r"\| train_inner \| .*?ppl=([0-9.]+),.*?num_updates=(\d+)")
+_VALID = re.compile(r"\| valid \| .*?\| ppl ([0-9.]+) \|.*?\| num_updates (\d+)")
+
+
+def _figure(width: float, height: float):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt, plt.figure(figsize=(width, height), dpi=100)
+
+
+def _save(plt, figure, out: str) -> List[str]:
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    paths = [f"{out}.png", f"{out}.svg"]
+    for path in paths:
+        figure.savefig(path)
+    plt.close(figure)
+    return paths
+
+
+def read_curves(log_path: str) -> Dict[str, List[Tuple[int, float]]]:
+    """(num_updates, ppl) of the train_inner and valid lines of a fairseq-train log."""
+    curves = {"train": [], "valid": []}
+    with open(log_path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            for name, pattern in (("train", _TRAIN), ("valid", _VALID)):
+                match = pattern.search(line)
+                if match:
+                    curves[name].append((int(match.group(2)), float(match.group(1))))
+    if not curves["train"] and not curves["valid"]:
+        raise ValueError(f"{log_path}: no train_inner or valid lines of fairseq-train --log-format simple")
+    return curves
+
+
+def plot_curves(logs: List[str], labels: List[str], out: str) -> List[str]:
+    plt, figure = _figure(8, 5)
+    axes = figure.add_subplot(1, 1, 1)
+    for log, label in zip(logs, labels):
+        curves = read_curves(log)
+        for name, style in (("train", "-"), ("valid", "o--")):
+            if curves[name]:
+                updates, ppl = zip(*curves[name])
+                axes.plot(updates, ppl, style, label=f"{label} {name}")
+    axes.set_xlabel("updates")
+    axes.set_ylabel("perplexity")
+    axes.set_yscale("log")
+    axes.legend()
+    axes.grid(alpha=0.3)
+    return _save(plt, figure, out)
+
+
+def plot_attention(result: Dict, layer: int, out: str) -> List[str]:
+    """``result``: ``SegatronXLHubInterface.attention``."""
+    weights = result["layers"][layer].numpy()  # (H, T, T)
+    heads, length = weights.shape[0], weights.shape[-1]
+    columns = min(heads, 4)
+    rows = math.ceil(heads / columns)
+    plt, figure = _figure(4 * columns, 4 * rows)
+    sentence = np.flatnonzero(result["sentence_starts"].numpy())
+    paragraph = np.flatnonzero(result["paragraph_starts"].numpy())
+    for head in range(heads):
+        axes = figure.add_subplot(rows, columns, head + 1)
+        axes.imshow(weights[head], cmap="viridis", vmin=0, interpolation="nearest")
+        for position in sentence:
+            axes.axhline(position - 0.5, color="white", linewidth=0.4)
+            axes.axvline(position - 0.5, color="white", linewidth=0.4)
+        for position in paragraph:
+            axes.axhline(position - 0.5, color="red", linewidth=1.2)
+            axes.axvline(position - 0.5, color="red", linewidth=1.2)
+        axes.set_title(f"layer {layer}, head {head}")
+        axes.set_xlabel("key")
+        axes.set_ylabel("query")
+        if length <= 40:
+            axes.set_xticks(range(length), result["symbols"], rotation=90, fontsize=6)
+            axes.set_yticks(range(length), result["symbols"], fontsize=6)
+    figure.tight_layout()
+    return _save(plt, figure, out)
+
+
+def losses_by_sentence_position(losses: np.ndarray, token_index: np.ndarray, longest: int) -> np.ndarray:
+    """Mean loss by the target's position in its sentence, positions >= ``longest`` pooled in the last."""
+    positions = np.minimum(token_index.astype(np.int64), longest)
+    sums = np.bincount(positions, weights=losses, minlength=longest + 1)
+    counts = np.bincount(positions, minlength=longest + 1)
+    return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+
+
+def plot_boundary(data: str, split: str, checkpoints: List[str], tgt_len: int, longest: int, out: str) -> List[str]:
+    from segatron_fairseq.data.segment_indexed_dataset import SegmentIndexedDataset
+    from segatron_fairseq.token_losses import read_stream, token_losses
+
+    prefix = os.path.join(data, split)
+    tokens, sentence_start, paragraph_start = read_stream(prefix)
+    corpus = SegmentIndexedDataset(prefix)  # kept: its arrays are views of its memory maps
+    token_index = corpus.index_array("token")
+    plt, figure = _figure(8, 5)
+    axes = figure.add_subplot(1, 1, 1)
+    for checkpoint in checkpoints:
+        losses = token_losses(checkpoint, tokens, sentence_start, paragraph_start, tgt_len)
+        by_position = losses_by_sentence_position(losses, token_index, longest)
+        axes.plot(range(longest + 1), np.exp(by_position), "o-", label=os.path.basename(os.path.dirname(checkpoint))
+                  or checkpoint)
+    axes.set_xlabel(f"target's position in its sentence ({longest} = {longest} or later)")
+    axes.set_ylabel("perplexity")
+    axes.set_yscale("log")
+    axes.legend()
+    axes.grid(alpha=0.3)
+    return _save(plt, figure, out)
+
+
+def cli_main(argv=None) -> None:
+    parser = argparse.ArgumentParser(prog="segatron-plot", description=__doc__.splitlines()[0],
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+    attention = commands.add_parser("attention", help="heat maps of one layer's heads for a text")
+    attention.add_argument("--model-dir", required=True, help="directory of the checkpoint")
+    attention.add_argument("--checkpoint-file", default="checkpoint_best.pt", help="checkpoint in --model-dir")
+    attention.add_argument("--data", required=True, help="the segatron-preprocess directory it was trained on")
+    attention.add_argument("--text", required=True, help="a text file, in the corpus's input format")
+    attention.add_argument("--layer", type=int, default=0, help="0-based layer")
+    attention.add_argument("--max-tokens", type=int, default=64, help="positions shown")
+    attention.add_argument("--out", required=True, help="output path without extension (.png and .svg)")
+    curves = commands.add_parser("curves", help="train / valid perplexity against updates")
+    curves.add_argument("logs", nargs="+", help="fairseq-train logs (--log-format simple)")
+    curves.add_argument("--labels", help="comma separated, one per log (default: the file names)")
+    curves.add_argument("--out", required=True, help="output path without extension (.png and .svg)")
+    boundary = commands.add_parser("boundary", help="perplexity by position in the sentence")
+    boundary.add_argument("checkpoints", nargs="+", help="segatron_xl checkpoints")
+    boundary.add_argument("--data", required=True, help="segatron-preprocess directory")
+    boundary.add_argument("--split", default="valid", help="the split scored")
+    boundary.add_argument("--tgt-len", type=int, default=64, help="tokens per segment")
+    boundary.add_argument("--longest", type=int, default=30, help="positions from this one on are pooled")
+    boundary.add_argument("--out", required=True, help="output path without extension (.png and .svg)")
+    args = parser.parse_args(argv)
+    if args.command == "attention":
+        from segatron_fairseq.models.segatron_xl import SegatronXLModel
+
+        lm = SegatronXLModel.from_pretrained(args.model_dir, args.checkpoint_file, os.path.abspath(args.data))
+        with open(args.text, encoding="utf-8") as f:
+            result = lm.attention(f.read(), max_tokens=args.max_tokens)
+        if not 0 <= args.layer < len(result["layers"]):
+            parser.error(f"--layer {args.layer}: the model has {len(result['layers'])} layers")
+        paths = plot_attention(result, args.layer, args.out)
+    elif args.command == "curves":
+        labels = args.labels.split(",") if args.labels else [os.path.basename(log) for log in args.logs]
+        if len(labels) != len(args.logs):
+            parser.error(f"--labels has {len(labels)} names for {len(args.logs)} logs")
+        try:
+            paths = plot_curves(args.logs, labels, args.out)
+        except (OSError, ValueError) as err:
+            parser.error(str(err))
+    else:
+        paths = plot_boundary(args.data, args.split, args.checkpoints, args.tgt_len, args.longest, args.out)
+    print("wrote " + ", ".join(paths))
+
+
+if __name__ == "__main__":
+    cli_main()

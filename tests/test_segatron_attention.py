@@ -244,3 +244,43 @@ def test_attention_weights_on_request():
         torch.testing.assert_close(weights, expected, rtol=0, atol=1e-6)
         assert torch.all(weights.masked_select(mask) == 0)
     torch.testing.assert_close(extra["attn"][0], extra["attn_layers"][-1].mean(dim=1))
+
+
+@pytest.mark.parametrize("sentence,paragraph,pre_norm,clamp_len,origin", [
+    (True, True, False, -1, "query"), (True, False, True, 4, "query"), (False, False, False, -1, "query"),
+    (False, False, False, -1, "window_end")])
+@pytest.mark.parametrize("with_memory", [False, True])
+def test_incremental_decoding_equals_a_full_forward(sentence, paragraph, pre_norm, clamp_len, origin, with_memory):
+    """Each decode_step (cached keys and values, one query) gives the features of the last position of a full
+    forward over the same window (the memory, then the prefix), to 1e-5, segment parts on and off."""
+    decoder = make_decoder(sentence, paragraph, pre_norm=pre_norm, clamp_len=clamp_len, mem_len=5, origin=origin)
+    decoder.eval()
+    tokens, sentence_flags, paragraph_flags = make_stream(2 * SEQ)
+    with torch.no_grad():
+        if with_memory:
+            decoder.extract_features(tokens[:, :SEQ], sentence_flags[:, :SEQ], paragraph_flags[:, :SEQ])
+        saved = dict(decoder._memory)
+        cache = decoder.start_decoding(BATCH, tokens.device)
+        assert cache.length == (5 if with_memory else 0)
+        for t in range(SEQ, 2 * SEQ):
+            stepped = decoder.decode_step(tokens[:, t], {"sentence": sentence_flags[:, t],
+                                                         "paragraph": paragraph_flags[:, t]}, cache)
+            decoder._memory = dict(saved)
+            full = decoder.extract_features(tokens[:, SEQ:t + 1], sentence_flags[:, SEQ:t + 1],
+                                            paragraph_flags[:, SEQ:t + 1])[:, -1]
+            torch.testing.assert_close(stepped, full, rtol=0, atol=1e-5)
+    assert cache.length == (5 if with_memory else 0) + SEQ
+
+
+def test_incremental_decoding_is_refused_with_window_end_distances():
+    """With the authors' distances an earlier position's state depends on the window's last token (the full
+    forward of a longer prefix changes it), so cached keys would be stale."""
+    decoder = make_decoder(True, True, origin="window_end")
+    with pytest.raises(ValueError, match="incremental decoding needs causal distances"):
+        decoder.start_decoding(BATCH, torch.device("cpu"))
+    tokens, sentence_flags, paragraph_flags = make_stream(SEQ)
+    with torch.no_grad():
+        shorter = decoder.extract_features(tokens[:, :4], sentence_flags[:, :4], paragraph_flags[:, :4])
+        decoder.reset_memory()
+        longer = decoder.extract_features(tokens, sentence_flags, paragraph_flags)
+    assert not torch.allclose(shorter[:, 2], longer[:, 2])

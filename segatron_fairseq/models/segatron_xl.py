@@ -24,7 +24,7 @@ from torch import Tensor, nn
 
 from segatron_fairseq.models.architecture_defaults import register_architecture, set_defaults
 from segatron_fairseq.models.segatron_xl_presets import MODEL_PRESETS, SEGMENT_PARTS
-from segatron_fairseq.modules import ORIGINS, SegatronXLLayer, SegmentDistances, segment_part_dims
+from segatron_fairseq.modules import ORIGINS, SegatronXLLayer, SegmentDistances, last_query_table, segment_part_dims
 
 logger = logging.getLogger(__name__)
 _BASE = MODEL_PRESETS["wt103_base"]
@@ -69,6 +69,22 @@ class SegatronXLConfig(FairseqDataclass):
     tie_adaptive_proj: bool = field(default=False, metadata={"help": "tie their projections too"})
     init_std: float = field(default=0.02, metadata={"help": "std of the normal init of weights"})
     max_target_positions: int = field(default=1 << 20, metadata={"help": "longest evaluation stream"})
+
+
+@dataclass
+class DecodingCache:
+    """Incremental decoding state of a batch: every layer's keys and values
+    (B, H, K, dh) for the K positions so far (the memory, then the decoded
+    ones), their segment counters (B, K), and the last counter (B,) per part."""
+
+    keys: List[Optional[Tensor]]
+    values: List[Optional[Tensor]]
+    counters: Dict[str, Tensor]
+    last: Dict[str, Tensor]
+
+    @property
+    def length(self) -> int:
+        return 0 if self.keys[0] is None else self.keys[0].size(2)
 
 
 @dataclass
@@ -225,6 +241,46 @@ class SegatronXLDecoder(FairseqDecoder):
             x = self.final_norm(x)
         self._update_memory(inputs, counters, memory)
         return self.dropout(x).transpose(0, 1), (weights if need_attn else None)
+
+    # ---- incremental decoding ----------------------------------------------------------------------
+
+    def start_decoding(self, batch: int, device: torch.device) -> DecodingCache:
+        """A cache that starts from the evaluation memory (if it holds ``batch``
+        rows), so decoding continues the text the model has read. Refused with
+        the authors' ``window_end`` distances: there every position's state
+        depends on the window's last token, so states cannot be cached."""
+        memory = self._memory.get(False)
+        parts = [p for p in ("sentence", "paragraph") if p in self.part_dims]
+        if parts and self.cfg.segment_distance_origin == "window_end":
+            raise ValueError("incremental decoding needs causal distances: with --segment-distance-origin "
+                             "window_end the states of earlier positions change with every new token")
+        if memory is None or memory.hidden[0].size(1) != batch:
+            empty = torch.zeros(batch, 0, dtype=torch.long, device=device)
+            return DecodingCache([None] * len(self.layers), [None] * len(self.layers), {p: empty for p in parts},
+                                 {p: torch.zeros(batch, dtype=torch.long, device=device) for p in parts})
+        keys, values = zip(*(layer.window_keys(h) for layer, h in zip(self.layers, memory.hidden)))
+        return DecodingCache(list(keys), list(values), dict(memory.counters), dict(memory.last))
+
+    def decode_step(self, tokens: Tensor, starts: Dict[str, Tensor], cache: DecodingCache) -> Tensor:
+        """Features (B, d) of one new position per row, in evaluation mode:
+        ``tokens`` (B,), ``starts[part]`` (B,) bool (whether the token starts a
+        sentence / paragraph, for the enabled parts); ``cache`` is updated.
+        Equal to the last position of a full forward over the same window."""
+        parts = list(cache.counters)
+        counters = {p: cache.last[p] + starts[p].long() for p in parts}
+        key_counters = {p: torch.cat([cache.counters[p], counters[p][:, None]], dim=1) for p in parts}
+        with torch.autocast(tokens.device.type, enabled=False):
+            x = self.embed_tokens(tokens[:, None])[:, 0] * self.embed_scale
+        position_table = last_query_table(self.part_dims, self.cfg.clamp_len, key_counters, cache.length + 1,
+                                          tokens.size(0), x.dtype, x.device)
+        for i, layer in enumerate(self.layers):
+            bias = 0 if self.cfg.share_position_biases else i
+            x, cache.keys[i], cache.values[i] = layer.step(x, cache.keys[i], cache.values[i], position_table,
+                                                           self.content_bias[bias], self.position_bias[bias])
+        if self.final_norm is not None:
+            x = self.final_norm(x)
+        cache.counters, cache.last = key_counters, counters
+        return x
 
     def output_layer(self, features: Tensor) -> Tensor:
         if self.adaptive_softmax is not None:

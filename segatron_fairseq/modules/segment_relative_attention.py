@@ -121,6 +121,38 @@ class SegmentRelativeMultiheadAttention(nn.Module):
         scores = torch.baddbmm(ac.flatten(1, 2), by_run.flatten(1, 2), distances.key_runs)
         return scores.view(batch, heads, seq_len, keys) + rel_shift(by_token)  # + BD_token
 
+    def project_keys(self, window: Tensor) -> Tuple[Tensor, Tensor]:
+        """Keys and values (B, H, K, dh) of a window (K, B, d) of layer inputs."""
+        _, k, v = self.qkv(window).chunk(3, dim=-1)
+        keys = window.size(0)
+        k = k.view(keys, -1, self.num_heads, self.head_dim).permute(1, 2, 0, 3)
+        v = v.view(keys, -1, self.num_heads, self.head_dim).permute(1, 2, 0, 3)
+        return k, v
+
+    def step(self, hidden: Tensor, past_keys: Optional[Tensor], past_values: Optional[Tensor],
+             position_table: Tensor, content_bias: Tensor, position_bias: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+        """One new position at the end of the window (incremental decoding).
+
+        hidden (B, d): its input; past_keys / past_values (B, H, P, dh) of the
+        P positions before it (or None); position_table (B, K, d_R): R of the
+        new query against each of the K = P + 1 keys. Returns the output
+        (B, d) and the keys and values (B, H, K, dh) with the new position.
+        Cost O(K d) for one query: AC and BD are dot products with the cached
+        keys and the K rows of W_R R, no rel-shift (the query is the last).
+        """
+        batch = hidden.size(0)
+        q, k, v = self.qkv(hidden).chunk(3, dim=-1)
+        q = q.view(batch, self.num_heads, self.head_dim)
+        k, v = (t.view(batch, self.num_heads, 1, self.head_dim) for t in (k, v))
+        keys = k if past_keys is None else torch.cat([past_keys, k], dim=2)
+        values = v if past_values is None else torch.cat([past_values, v], dim=2)
+        ac = torch.einsum("bhd,bhkd->bhk", q + content_bias, keys)  # AC (B, H, K)
+        r_rows = self._project(position_table, 0)  # (B, K, H, dh), all parts of W_R at once
+        bd = torch.einsum("bhd,bkhd->bhk", q + position_bias, r_rows)  # BD (B, H, K)
+        probs = torch.softmax(((ac + bd) * self.scale).float(), dim=-1).type_as(values)
+        attended = torch.einsum("bhk,bhkd->bhd", probs, values).reshape(batch, self.num_heads * self.head_dim)
+        return self.out_proj(attended), keys, values
+
     def forward(self, hidden: Tensor, memory: Optional[Tensor], distances: SegmentDistances,
                 content_bias: Tensor, position_bias: Tensor, mask: Tensor,
                 need_weights: bool = False) -> Tuple[Tensor, Optional[Tensor]]:

@@ -1,7 +1,7 @@
 """Sub-word segmentation of sentences: none (whitespace words) or sentencepiece."""
 import os
 import re
-from typing import Iterable, List, Tuple
+from typing import Iterable, List, Optional, Tuple
 
 import sentencepiece as spm
 
@@ -19,6 +19,15 @@ class Words:
 
     def encode(self, text: str) -> List[str]:
         return text.split(" ")
+
+    @staticmethod
+    def words_of(symbols: List[str]) -> Optional[List[str]]:
+        """The words of a paragraph's symbols (they are words)."""
+        return symbols
+
+    @staticmethod
+    def detokenize(symbols: List[str]) -> str:
+        return " ".join(symbols)
 
 
 class SentencePiece:
@@ -43,6 +52,17 @@ class SentencePiece:
 
     def __setstate__(self, state):
         self.__init__(state["model_path"], state["keep"])
+
+    @staticmethod
+    def words_of(pieces: List[str]) -> Optional[List[str]]:
+        """The whitespace words of a paragraph's pieces, or None when the last
+        piece continues a word (a sentence cannot start inside a word)."""
+        if len(pieces) > 1 and not pieces[-1].startswith("\u2581"):
+            return None
+        return "".join(pieces).replace("\u2581", " ").split()
+
+    def detokenize(self, pieces: List[str]) -> str:
+        return self.processor.DecodePieces(pieces)
 
     @property
     def vocab_size(self) -> int:

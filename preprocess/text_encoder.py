@@ -5,7 +5,7 @@ readers, segmenter and indexer (``binarize.items``). For scoring and
 generating with a model trained on that corpus."""
 import os
 from dataclasses import dataclass
-from typing import Optional
+from typing import List, Optional, Tuple
 
 import numpy as np
 
@@ -100,3 +100,58 @@ class TextEncoder:
             return np.concatenate([getattr(item, field) for item in found]).astype(np.int64)
 
         return EncodedText(flat("ids"), flat("paragraph"), flat("sentence"), flat("token"))
+
+    def decode(self, tokens: List[int]) -> str:
+        """Text of token ids: one line per ``</s>``-ended item, words joined by spaces."""
+        lines, current = [], []
+        for token in tokens:
+            if token == self.dictionary.eos():
+                lines.append(self.segmenter.subwords.detokenize(current))
+                current = []
+            else:
+                current.append(self.dictionary[token])
+        if current:
+            lines.append(self.segmenter.subwords.detokenize(current))
+        return "\n".join(lines)
+
+
+class GenerationIndexer:
+    """Sentence and paragraph starts of tokens that arrive one at a time (text
+    being generated), by the rules the binarizer applies to whole paragraphs.
+
+    A token's flags must be known when it is fed to the model, before the next
+    token exists. So the rule is: a token starts a paragraph when it follows a
+    ``</s>`` (and is not one); it starts a sentence when it starts a paragraph,
+    or when the splitter, run on the current paragraph up to and including
+    this token, puts a boundary right before it. A boundary that the splitter
+    can place only after seeing a later token (before an opening quote, which
+    it cannot tell from a closing one until the next word) is moved to the
+    token that revealed it. With sub-words a boundary can fall only before a
+    piece that begins a word.
+    """
+
+    def __init__(self, encoder: TextEncoder):
+        self.encoder = encoder
+        self.eos = encoder.dictionary.eos()
+        self.paragraph: List[str] = []  # symbols of the current paragraph
+        self.sentences_seen = 0  # sentences of the current paragraph already flagged
+        self.after_eos = True
+
+    def push(self, token: int) -> Tuple[bool, bool]:
+        """(sentence start, paragraph start) of ``token``, the next token of the stream."""
+        if token == self.eos:
+            self.after_eos = True
+            return False, False
+        if self.after_eos:
+            self.after_eos = False
+            self.paragraph, self.sentences_seen = [self.encoder.dictionary[token]], 0
+            return True, True
+        self.paragraph.append(self.encoder.dictionary[token])
+        words = self.encoder.segmenter.subwords.words_of(self.paragraph)
+        if words is None:  # a piece inside a word
+            return False, False
+        sentences_now = sentences.sentence_numbers(self.encoder.segmenter.splitter, words)[-1]
+        if sentences_now > self.sentences_seen:
+            self.sentences_seen = sentences_now
+            return True, False
+        return False, False

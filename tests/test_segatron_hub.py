@@ -100,3 +100,50 @@ def test_curves_and_boundary_plots(trained, tmp_path):
     run_cli("segatron-plot", "boundary", trained / "ckpt" / "checkpoint_last.pt", "--data", trained / "bin",
             "--split", "valid", "--tgt-len", 16, "--out", tmp_path / "boundary")
     _check_image(tmp_path / "boundary", 800, 500)
+
+
+def test_generation_flags_follow_the_binarizer(trained):
+    """Tokens pushed one at a time get the sentence / paragraph starts the binarizer gave them in whole
+    paragraphs (the generated text's flags follow the training data's rules)."""
+    from segatron_preprocess.text_encoder import GenerationIndexer, TextEncoder
+    from segatron_fairseq.token_losses import read_stream
+
+    tokens, sentence_starts, paragraph_starts = read_stream(str(trained / "bin" / "valid"))
+    encoder = TextEncoder(str(trained / "bin"))
+    indexer = GenerationIndexer(encoder)
+    pushed = np.array([indexer.push(int(t)) for t in tokens])
+    words = tokens != encoder.dictionary.eos()
+    assert sentence_starts[words].sum() > 50
+    assert np.array_equal(pushed[words, 0], sentence_starts[words])
+    assert np.array_equal(pushed[words, 1], paragraph_starts[words])
+
+
+def test_sampling_incremental_equals_recomputing_and_is_reproducible(trained):
+    from segatron_fairseq.models.segatron_xl import SegatronXLModel
+
+    lm = SegatronXLModel.from_pretrained(str(trained / "ckpt"), "checkpoint_last.pt", str(trained / "bin"))
+    prompt = "The lobster lives on rocky ground . The larva"
+    # the window (memory 32 + segment 16 = 48 positions) is not capped within 12 + 30 tokens: the same tokens
+    greedy = lm.sample_tokens(prompt, max_len=30, topk=1)
+    assert greedy == lm.sample_tokens(prompt, max_len=30, topk=1, incremental=False)
+    # the first greedy token is the argmax of the model's own next-token logits after the prompt
+    encoded = lm.encode(prompt)
+    eos = lm.task.dictionary.eos()
+    source = torch.tensor([[eos] + encoded.tokens[:-1].tolist()])
+    flags = [np.concatenate([[True], f[:-1]]) for f in (encoded.sentence_starts, encoded.paragraph_starts)]
+    lm.model.reset_memory()
+    with torch.no_grad():
+        logits, _ = lm.model(source, sentence_starts=torch.tensor(flags[0])[None],
+                             paragraph_starts=torch.tensor(flags[1])[None])
+    lm.model.reset_memory()
+    excluded = [lm.task.dictionary.pad(), lm.task.dictionary.bos()]
+    logits[0, -1, excluded] = float("-inf")
+    assert greedy[0] == int(logits[0, -1].argmax())
+    first = lm.sample(prompt, max_len=40, topk=5, temperature=0.8, seed=7)
+    lm.score((trained / "other.txt").read_text())  # another call in between
+    assert lm.sample(prompt, max_len=40, topk=5, temperature=0.8, seed=7) == first
+    assert lm.sample(prompt, max_len=40, topp=0.9, seed=8) != first
+    words = set(lm.task.dictionary.symbols)
+    assert all(w in words for line in first.splitlines() for w in line.split())
+    long = lm.sample_tokens(prompt, max_len=120, topk=3, seed=1)  # past the window: the cache is capped
+    assert len(long) == 120

@@ -86,6 +86,13 @@ class DecodingCache:
     def length(self) -> int:
         return 0 if self.keys[0] is None else self.keys[0].size(2)
 
+    def keep_last(self, positions: int) -> None:
+        """Drop the oldest positions beyond the last ``positions``."""
+        if self.length > positions:
+            self.keys = [k[:, :, -positions:] for k in self.keys]
+            self.values = [v[:, :, -positions:] for v in self.values]
+            self.counters = {p: c[:, -positions:] for p, c in self.counters.items()}
+
 
 @dataclass
 class _Memory:

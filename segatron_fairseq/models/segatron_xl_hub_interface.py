@@ -15,13 +15,14 @@ of the training ``--tgt-len`` with memory, every token once: the numbers
 call starts from an empty memory.
 """
 import math
-from typing import Dict, Optional
+from typing import Dict, List, Optional
 
 import numpy as np
 import torch
-from segatron_preprocess.text_encoder import EncodedText, TextEncoder
+from segatron_preprocess.text_encoder import EncodedText, GenerationIndexer, TextEncoder
 from torch import nn
 
+from segatron_fairseq.generation import sample_tokens
 from segatron_fairseq.token_losses import stream_losses
 
 
@@ -45,6 +46,33 @@ class SegatronXLHubInterface(nn.Module):
         loss = float(losses.mean())
         return {"tokens": torch.from_numpy(encoded.tokens), "positional_scores": torch.from_numpy(-losses),
                 "loss": loss, "ppl": math.exp(loss)}
+
+    def sample_tokens(self, prompt: str, max_len: int = 100, topk: int = 0, topp: float = 1.0,
+                      temperature: float = 1.0, seed: Optional[int] = None, incremental: bool = True,
+                      input_format: Optional[str] = None) -> List[int]:
+        """The ids of ``max_len`` tokens sampled after ``prompt``. A prompt that
+        ends with a newline ends its paragraph (its ``</s>`` is kept); otherwise
+        the continuation goes on in its last paragraph. ``seed`` makes the draw
+        reproducible; ``incremental=False`` recomputes the window every token."""
+        encoded = self.encode(prompt, input_format)
+        keep = len(encoded.tokens) if prompt.endswith("\n") else len(encoded.tokens) - 1
+        indexer = GenerationIndexer(self.encoder)
+        for token in encoded.tokens[:keep]:
+            indexer.push(int(token))
+        starts = list(zip(encoded.sentence_starts[:keep].tolist(), encoded.paragraph_starts[:keep].tolist()))
+        generator = None if seed is None else torch.Generator().manual_seed(seed)
+        max_keys = self.model.decoder.cfg.mem_len + self.task.cfg.tgt_len
+        return sample_tokens(self.model, encoded.tokens[:keep].tolist(), starts, max_len, indexer.push, max_keys,
+                             topk, topp, temperature, generator, incremental)
+
+    def decode(self, tokens: List[int]) -> str:
+        """Text of token ids: ``</s>`` ends a line; sentencepiece pieces are joined into words."""
+        return self.encoder.decode(tokens)
+
+    def sample(self, prompt: str, max_len: int = 100, topk: int = 0, topp: float = 1.0, temperature: float = 1.0,
+               seed: Optional[int] = None) -> str:
+        """The text of ``max_len`` tokens sampled after ``prompt`` (see ``sample_tokens``)."""
+        return self.decode(self.sample_tokens(prompt, max_len, topk, topp, temperature, seed))
 
     @torch.no_grad()
     def attention(self, text: str, input_format: Optional[str] = None, max_tokens: Optional[int] = None) -> Dict:

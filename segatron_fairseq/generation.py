@@ -1,0 +1,88 @@
+"""Sampling from a Segatron-XL / Transformer-XL language model.
+
+The prompt is fed as a stream (``</s>`` first, then its tokens with their
+sentence / paragraph starts); every new token is drawn from the model's
+distribution after the last one (temperature, then top-k and top-p), and its
+starts come from ``flags_of`` (``segatron_preprocess.text_encoder.
+GenerationIndexer.push``: the binarizer's rules for a token that arrives
+alone). The window a query sees is capped at ``max_keys`` positions (the
+training memory plus segment length), dropping the oldest.
+
+``incremental=True`` decodes with cached keys and values (one query per new
+token, ``SegatronXLDecoder.decode_step``); ``False`` recomputes a full forward
+over the window for every token (the slow reference; the same tokens as long
+as the window is not capped).
+"""
+from typing import Callable, List, Optional, Sequence, Tuple
+
+import torch
+from torch import Tensor
+
+
+def next_token(lprobs: Tensor, topk: int, topp: float, temperature: float, excluded: Sequence[int],
+               generator: Optional[torch.Generator]) -> int:
+    """One token drawn from log-probabilities (V,): temperature, then the
+    ``topk`` most likely (0: all), then the smallest set of mass ``topp``."""
+    scores = lprobs.float() / max(temperature, 1e-6)
+    scores[list(excluded)] = float("-inf")
+    if topk > 0:
+        kth = scores.topk(min(topk, scores.numel())).values[-1]
+        scores = scores.masked_fill(scores < kth, float("-inf"))
+    probs = scores.softmax(dim=-1)
+    if topp < 1.0:
+        ordered, order = probs.sort(descending=True)
+        outside = ordered.cumsum(dim=0) - ordered >= topp  # keep up to and including the one that reaches topp
+        probs = probs.scatter(0, order, ordered.masked_fill(outside, 0.0))
+    return int(torch.multinomial(probs, 1, generator=generator))
+
+
+def _starts(decoder, sentence: bool, paragraph: bool, device) -> dict:
+    flags = {"sentence": sentence, "paragraph": paragraph}
+    return {part: torch.tensor([flags[part]], device=device) for part in ("sentence", "paragraph")
+            if part in decoder.part_dims}
+
+
+@torch.no_grad()
+def sample_tokens(model, prompt: Sequence[int], prompt_starts: Sequence[Tuple[bool, bool]], max_len: int,
+                  flags_of: Callable[[int], Tuple[bool, bool]], max_keys: int, topk: int = 0, topp: float = 1.0,
+                  temperature: float = 1.0, generator: Optional[torch.Generator] = None,
+                  incremental: bool = True) -> List[int]:
+    """``max_len`` new tokens after ``prompt`` (ids, and (sentence, paragraph)
+    starts of each). The model's evaluation memory is reset before and after."""
+    decoder = model.decoder
+    model.eval()
+    device = next(model.parameters()).device
+    dictionary = decoder.dictionary
+    excluded = [dictionary.pad(), dictionary.bos()]
+    inputs = [dictionary.eos()] + list(prompt)
+    starts = [(True, True)] + list(prompt_starts)
+    model.reset_memory(training=False)
+    try:
+        cache = decoder.start_decoding(1, device) if incremental else None
+        for position in range(len(inputs) - 1 if incremental else 0):
+            _step(decoder, inputs[position], starts[position], cache, max_keys, device)
+        generated = []
+        for _ in range(max_len):
+            if incremental:
+                features = _step(decoder, inputs[-1], starts[-1], cache, max_keys, device)
+            else:
+                window = slice(max(0, len(inputs) - max_keys), len(inputs))
+                model.reset_memory(training=False)
+                features = decoder.extract_features(
+                    torch.tensor([inputs[window]], device=device),
+                    torch.tensor([[s for s, _ in starts[window]]], device=device),
+                    torch.tensor([[p for _, p in starts[window]]], device=device))[0, -1]
+            output = decoder.output_layer(features[None, None])  # logits, or features for the adaptive softmax
+            lprobs = model.get_normalized_probs((output, None), log_probs=True)[0, 0]
+            token = next_token(lprobs, topk, topp, temperature, excluded, generator)
+            generated.append(token)
+            inputs.append(token)
+            starts.append(flags_of(token))
+    finally:
+        model.reset_memory(training=False)
+    return generated
+
+
+def _step(decoder, token: int, starts: Tuple[bool, bool], cache, max_keys: int, device) -> Tensor:
+    cache.keep_last(max_keys - 1)
+    return decoder.decode_step(torch.tensor([token], device=device), _starts(decoder, *starts, device), cache)[0]

@@ -24,7 +24,14 @@ from torch import Tensor, nn
 
 from segatron_fairseq.models.architecture_defaults import register_architecture, set_defaults
 from segatron_fairseq.models.segatron_xl_presets import MODEL_PRESETS, SEGMENT_PARTS
-from segatron_fairseq.modules import ORIGINS, SegatronXLLayer, SegmentDistances, last_query_table, segment_part_dims
+from segatron_fairseq.modules import (
+    ORIGINS,
+    SegatronXLLayer,
+    SegmentDistances,
+    distance_sinusoids,
+    last_query_distances,
+    segment_part_dims,
+)
 
 logger = logging.getLogger(__name__)
 _BASE = MODEL_PRESETS["wt103_base"]
@@ -81,6 +88,8 @@ class DecodingCache:
     values: List[Optional[Tensor]]
     counters: Dict[str, Tensor]
     last: Dict[str, Tensor]
+    # per layer and part, W_R R for the distances 0..n-1 (n, H, dh), grown on demand
+    rows: List[Dict[str, Tensor]] = field(default_factory=list)
 
     @property
     def length(self) -> int:
@@ -264,9 +273,29 @@ class SegatronXLDecoder(FairseqDecoder):
         if memory is None or memory.hidden[0].size(1) != batch:
             empty = torch.zeros(batch, 0, dtype=torch.long, device=device)
             return DecodingCache([None] * len(self.layers), [None] * len(self.layers), {p: empty for p in parts},
-                                 {p: torch.zeros(batch, dtype=torch.long, device=device) for p in parts})
+                                 {p: torch.zeros(batch, dtype=torch.long, device=device) for p in parts},
+                                 [{} for _ in self.layers])
         keys, values = zip(*(layer.window_keys(h) for layer, h in zip(self.layers, memory.hidden)))
-        return DecodingCache(list(keys), list(values), dict(memory.counters), dict(memory.last))
+        return DecodingCache(list(keys), list(values), dict(memory.counters), dict(memory.last),
+                             [{} for _ in self.layers])
+
+    def _position_rows(self, layer_number: int, distances: Dict[str, Tensor], cache: DecodingCache,
+                       dtype: torch.dtype) -> Tensor:
+        """W_R R (B, K, H, dh) of the last query against each key: each part's
+        projected rows gathered by distance, summed (W_R R = sum of W_part R_part).
+        The projected tables are kept in the cache: a step costs O(K d)."""
+        attention = self.layers[layer_number].attention
+        tables = cache.rows[layer_number]
+        total = None
+        for part, distance in distances.items():
+            needed = int(distance.max()) + 1
+            if part not in tables or tables[part].size(0) < needed:
+                size = max(needed, 2 * tables[part].size(0) if part in tables else 64)
+                tables[part] = attention.projected_rows(
+                    distance_sinusoids(size, self.part_dims[part], dtype, distance.device), part)
+            rows = tables[part][distance]  # (B, K, H, dh)
+            total = rows if total is None else total + rows
+        return total
 
     def decode_step(self, tokens: Tensor, starts: Dict[str, Tensor], cache: DecodingCache) -> Tensor:
         """Features (B, d) of one new position per row, in evaluation mode:
@@ -278,11 +307,12 @@ class SegatronXLDecoder(FairseqDecoder):
         key_counters = {p: torch.cat([cache.counters[p], counters[p][:, None]], dim=1) for p in parts}
         with torch.autocast(tokens.device.type, enabled=False):
             x = self.embed_tokens(tokens[:, None])[:, 0] * self.embed_scale
-        position_table = last_query_table(self.part_dims, self.cfg.clamp_len, key_counters, cache.length + 1,
-                                          tokens.size(0), x.dtype, x.device)
+        distances = last_query_distances(key_counters, cache.length + 1, self.cfg.clamp_len, tokens.size(0),
+                                         x.device)
         for i, layer in enumerate(self.layers):
             bias = 0 if self.cfg.share_position_biases else i
-            x, cache.keys[i], cache.values[i] = layer.step(x, cache.keys[i], cache.values[i], position_table,
+            rows = self._position_rows(i, distances, cache, x.dtype)
+            x, cache.keys[i], cache.values[i] = layer.step(x, cache.keys[i], cache.values[i], rows,
                                                            self.content_bias[bias], self.position_bias[bias])
         if self.final_norm is not None:
             x = self.final_norm(x)

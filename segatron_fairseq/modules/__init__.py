@@ -1,5 +1,12 @@
 from .cross_sequence_layer import CrossSequenceLayer
-from .segment_distances import ORIGINS, SegmentDistances, last_query_table, segment_part_dims, sinusoid_table
+from .segment_distances import (
+    ORIGINS,
+    SegmentDistances,
+    distance_sinusoids,
+    last_query_distances,
+    segment_part_dims,
+    sinusoid_table,
+)
 from .segment_relative_attention import SegmentRelativeMultiheadAttention, rel_shift
 from .segatron_xl_layer import SegatronXLLayer
 
@@ -9,7 +16,8 @@ __all__ = [
     "SegmentDistances",
     "SegmentRelativeMultiheadAttention",
     "SegatronXLLayer",
-    "last_query_table",
+    "distance_sinusoids",
+    "last_query_distances",
     "rel_shift",
     "segment_part_dims",
     "sinusoid_table",

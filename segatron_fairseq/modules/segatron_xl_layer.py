@@ -44,17 +44,17 @@ class SegatronXLLayer(nn.Module):
         return self.ffn_norm(hidden + self.ffn(hidden)), weights
 
     def step(self, hidden: Tensor, past_keys: Optional[Tensor], past_values: Optional[Tensor],
-             position_table: Tensor, content_bias: Tensor, position_bias: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+             position_rows: Tensor, content_bias: Tensor, position_bias: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
         """``forward`` for one new position (B, d) at the end of the window,
         from the cached keys and values of the positions before it (see
         ``SegmentRelativeMultiheadAttention.step``); returns the output (B, d)
         and the keys and values with the new position."""
         if self.pre_norm:
             attended, keys, values = self.attention.step(self.attention_norm(hidden), past_keys, past_values,
-                                                         position_table, content_bias, position_bias)
+                                                         position_rows, content_bias, position_bias)
             hidden = hidden + self.dropout(attended)
             return hidden + self.ffn(self.ffn_norm(hidden)), keys, values
-        attended, keys, values = self.attention.step(hidden, past_keys, past_values, position_table, content_bias,
+        attended, keys, values = self.attention.step(hidden, past_keys, past_values, position_rows, content_bias,
                                                      position_bias)
         hidden = self.attention_norm(hidden + self.dropout(attended))
         return self.ffn_norm(hidden + self.ffn(hidden)), keys, values

@@ -72,24 +72,26 @@ def sinusoid_table(distances: Tensor, dim: int) -> Tensor:
     return torch.cat([angles.sin(), angles.cos()], dim=-1)
 
 
-def last_query_table(part_dims: Dict[str, int], clamp_len: int, key_counters: Dict[str, Tensor],
-                     num_keys: int, batch: int, dtype: torch.dtype, device: torch.device) -> Tensor:
-    """R (B, K, d) of the window's last query against each of its K keys
-    (incremental decoding): token distance K-1-j (clamped), and for each
-    segment part c_last - c_j, ``key_counters[part]`` (B, K) holding c_j with
-    the query's own counter last. For the last query Eq. 3 and the authors'
+def last_query_distances(key_counters: Dict[str, Tensor], num_keys: int, clamp_len: int, batch: int,
+                         device: torch.device) -> Dict[str, Tensor]:
+    """Distances (B, K) of the window's last query to each of its K keys, per
+    part (incremental decoding): token K-1-j (clamped), and for each segment
+    part c_last - c_j, ``key_counters[part]`` (B, K) holding c_j with the
+    query's own counter last. For the last query Eq. 3 and the authors'
     ``window_end`` distances agree."""
-    angle_dtype = torch.promote_types(dtype, torch.float32)
-    distances = torch.arange(num_keys - 1, -1, -1, device=device)
+    token = torch.arange(num_keys - 1, -1, -1, device=device)
     if clamp_len > 0:
-        distances = distances.clamp(max=clamp_len)
-    rows = [sinusoid_table(distances.to(angle_dtype), part_dims["token"]).expand(batch, -1, -1)]
-    for part in PARTS[1:]:
-        if part in part_dims:
-            counter = key_counters[part]
-            distance = (counter[:, -1:] - counter).to(angle_dtype)
-            rows.append(sinusoid_table(distance.flatten(), part_dims[part]).view(*distance.shape, -1))
-    return torch.cat(rows, dim=-1).to(dtype)
+        token = token.clamp(max=clamp_len)
+    distances = {"token": token.expand(batch, -1)}
+    for part, counter in key_counters.items():
+        distances[part] = counter[:, -1:] - counter
+    return distances
+
+
+def distance_sinusoids(size: int, dim: int, dtype: torch.dtype, device: torch.device) -> Tensor:
+    """(size, dim) sinusoids of the distances 0..size-1, from float32 angles."""
+    angle_dtype = torch.promote_types(dtype, torch.float32)
+    return sinusoid_table(torch.arange(size, device=device, dtype=angle_dtype), dim).to(dtype)
 
 
 class SegmentDistances:

@@ -129,16 +129,25 @@ class SegmentRelativeMultiheadAttention(nn.Module):
         v = v.view(keys, -1, self.num_heads, self.head_dim).permute(1, 2, 0, 3)
         return k, v
 
+    def projected_rows(self, table: Tensor, part: str) -> Tensor:
+        """W_R R for a (n, d_part) table of one part's sinusoids: (n, H, dh)."""
+        start = 0
+        for name, width in self.part_dims.items():
+            if name == part:
+                return self._project(table, start)
+            start += width
+        raise KeyError(part)
+
     def step(self, hidden: Tensor, past_keys: Optional[Tensor], past_values: Optional[Tensor],
-             position_table: Tensor, content_bias: Tensor, position_bias: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+             position_rows: Tensor, content_bias: Tensor, position_bias: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
         """One new position at the end of the window (incremental decoding).
 
         hidden (B, d): its input; past_keys / past_values (B, H, P, dh) of the
-        P positions before it (or None); position_table (B, K, d_R): R of the
-        new query against each of the K = P + 1 keys. Returns the output
+        P positions before it (or None); position_rows (B, K, H, dh): W_R R of
+        the new query against each of the K = P + 1 keys. Returns the output
         (B, d) and the keys and values (B, H, K, dh) with the new position.
-        Cost O(K d) for one query: AC and BD are dot products with the cached
-        keys and the K rows of W_R R, no rel-shift (the query is the last).
+        AC and BD are dot products with the cached keys and the rows, no
+        rel-shift (the query is the last): O(K d) for the new token.
         """
         batch = hidden.size(0)
         q, k, v = self.qkv(hidden).chunk(3, dim=-1)
@@ -147,8 +156,7 @@ class SegmentRelativeMultiheadAttention(nn.Module):
         keys = k if past_keys is None else torch.cat([past_keys, k], dim=2)
         values = v if past_values is None else torch.cat([past_values, v], dim=2)
         ac = torch.einsum("bhd,bhkd->bhk", q + content_bias, keys)  # AC (B, H, K)
-        r_rows = self._project(position_table, 0)  # (B, K, H, dh), all parts of W_R at once
-        bd = torch.einsum("bhd,bkhd->bhk", q + position_bias, r_rows)  # BD (B, H, K)
+        bd = torch.einsum("bhd,bkhd->bhk", q + position_bias, position_rows)  # BD (B, H, K)
         probs = torch.softmax(((ac + bd) * self.scale).float(), dim=-1).type_as(values)
         attended = torch.einsum("bhk,bhkd->bhd", probs, values).reshape(batch, self.num_heads * self.head_dim)
         return self.out_proj(attended), keys, values

@@ -12,21 +12,30 @@ from corpus import make_documents, write_lines, write_wikitext
 from segatron_fairseq.models.segatron_xl_presets import MODEL_PRESETS, SEGMENT_PARTS, TRAINING_PRESETS
 
 CONFIG_DIR = str(ROOT / "segatron_fairseq" / "config")
+# every shipped WikiText-103 yaml: (config name, preset, model)
+WT103_CONFIGS = [("segatron_xl_wt103_base", "wt103_base", "segatron_xl"),
+                 ("transformer_xl_wt103_base", "wt103_base", "transformer_xl"),
+                 ("segatron_xl_wt103_large", "wt103_large", "segatron_xl"),
+                 ("transformer_xl_wt103_large", "wt103_large", "transformer_xl")]
 
-@pytest.mark.parametrize("size", ["base", "large"])
-@pytest.mark.parametrize("model", ["segatron_xl", "transformer_xl"])
-def test_wt103_configs_compose_with_paper_settings(size, model):
+
+def test_every_wt103_yaml_is_tested():
+    shipped = sorted(p.stem for p in (ROOT / "segatron_fairseq" / "config").glob("*_wt103_*.yaml"))
+    assert shipped == sorted(name for name, _, _ in WT103_CONFIGS)
+
+@pytest.mark.parametrize("name,preset,model", WT103_CONFIGS)
+def test_wt103_configs_compose_with_paper_settings(name, preset, model):
     from fairseq.dataclass.configs import FairseqConfig
     from fairseq.dataclass.initialize import add_defaults
     import segatron_fairseq  # noqa: F401  (registers the task, model and criterion)
 
     with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
-        cfg = compose(config_name=f"{model}_wt103_{size}", overrides=["task.data=/data"])
+        cfg = compose(config_name=name, overrides=["task.data=/data"])
     cfg = OmegaConf.merge(OmegaConf.structured(FairseqConfig), cfg)
     add_defaults(cfg)
-    for key, value in {**MODEL_PRESETS[f"wt103_{size}"], **SEGMENT_PARTS[model]}.items():
+    for key, value in {**MODEL_PRESETS[preset], **SEGMENT_PARTS[model]}.items():
         assert cfg.model[key] == value, key
-    for key, value in TRAINING_PRESETS[f"wt103_{size}"].items():
+    for key, value in TRAINING_PRESETS[preset].items():
         found = OmegaConf.select(cfg, key)
         assert (list(found) if isinstance(value, list) else found) == value, key
 
@@ -201,12 +210,11 @@ def wt103_sized_corpus(tmp_path_factory):
 
 
 @pytest.mark.xdist_group("wt103_memory")  # ~10 GB each at 128 x 384 tokens: one at a time
-@pytest.mark.parametrize("size", ["base", "large"])
-@pytest.mark.parametrize("model", ["segatron_xl", "transformer_xl"])
-def test_wt103_configs_train_at_their_shapes(size, model, wt103_sized_corpus, tmp_path):
+@pytest.mark.parametrize("name,preset,model", WT103_CONFIGS)
+def test_wt103_configs_train_at_their_shapes(name, preset, model, wt103_sized_corpus, tmp_path):
     """Each shipped WikiText-103 yaml as it is (batch 64 x 150 / 128 x 384 tokens, memory 150 / 384, cutoffs
     and div_val, its criterion and optimiser), only the model narrowed: 2 updates on CPU."""
-    out = run_cli("fairseq-hydra-train", "--config-dir", CONFIG_DIR, "--config-name", f"{model}_wt103_{size}",
+    out = run_cli("fairseq-hydra-train", "--config-dir", CONFIG_DIR, "--config-name", name,
                   f"task.data={wt103_sized_corpus}", f"checkpoint.save_dir={tmp_path / 'ckpt'}",
                   f"common.user_dir={PLUGIN_DIR}", f"hydra.run.dir={tmp_path / 'hydra'}", "common.cpu=true",
                   "common.fp16=false", "optimization.max_update=2", "model.decoder_layers=2",
@@ -216,10 +224,12 @@ def test_wt103_configs_train_at_their_shapes(size, model, wt103_sized_corpus, tm
     state = torch.load(tmp_path / "ckpt" / "checkpoint_last.pt", map_location="cpu", weights_only=False)
     cfg = state["cfg"]
     assert state["optimizer_history"][-1]["num_updates"] == 2
-    training, preset = TRAINING_PRESETS[f"wt103_{size}"], MODEL_PRESETS[f"wt103_{size}"]
+    training, shape = TRAINING_PRESETS[preset], MODEL_PRESETS[preset]
     assert cfg["dataset"]["batch_size"] == training["dataset.batch_size"]
     assert cfg["task"]["tgt_len"] == training["task.tgt_len"]
     for key in ("mem_len", "adaptive_softmax_factor", "adaptive_softmax_cutoff"):
-        assert cfg["model"][key] == preset[key], key
+        assert cfg["model"][key] == shape[key], key
+    for key, value in SEGMENT_PARTS[model].items():  # Transformer-XL trained without segment parts
+        assert cfg["model"][key] == value, key
     bands = [state["model"][f"decoder.embed_tokens.embeddings.{k}.0.weight"].shape[0] for k in range(4)]
     assert bands == [20000, 20000, 160000, WT103_VOCAB - 200000]

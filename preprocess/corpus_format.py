@@ -103,8 +103,3 @@ def read_metadata(directory: str) -> Dict:
             return json.load(f)
         except ValueError as err:
             raise ValueError(f"{path}: not JSON ({err})") from None
-
-
-def corpus_bpe(directory: str) -> str:
-    """The sub-word scheme a directory was binarized with (``none`` or ``sentencepiece``)."""
-    return read_metadata(directory).get(BPE, NO_BPE)

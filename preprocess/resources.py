@@ -13,7 +13,7 @@ from typing import Dict, Iterator, List, Optional
 
 from . import readers, sentences, subwords
 from .binarize import Segmenter, Worker
-from .corpus_format import DICT_FILE, LEGACY_PUNKT_FILE, PUNKT_DIR, SENTENCEPIECE_FILE
+from .corpus_format import DICT_FILE, PUNKT_DIR, SENTENCEPIECE_FILE
 from .errors import PreprocessError
 from .inputs import load_dictionary
 from .jobs import plan_jobs, run_jobs
@@ -55,7 +55,7 @@ def resolve_splitter(choice: str, resources: Resources, train_path: Optional[str
                                   "not installed; use punkt-trained (the default) or a path")
         splitter, source = sentences.load_pretrained(), "NLTK english"
     elif choice == "punkt-trained":
-        saved = resources.existing(PUNKT_DIR) or resources.existing(LEGACY_PUNKT_FILE)
+        saved = sentences.saved_in(resources.destdir)
         if saved:
             splitter, source = sentences.load(saved), f"reused {saved}"
         elif train_path is None:

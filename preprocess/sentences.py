@@ -30,9 +30,10 @@ import hashlib
 import json
 import os
 import string
-from typing import Dict, Iterable, List
+from typing import Dict, Iterable, List, Optional
 
 from .atomic import atomic_path
+from .corpus_format import LEGACY_PUNKT_FILE, PUNKT_DIR
 from .errors import PreprocessError
 
 
@@ -108,6 +109,15 @@ def save(params, directory: str) -> None:
         os.chmod(tmp, 0o755)
         for name in os.listdir(tmp):
             os.chmod(os.path.join(tmp, name), 0o644)
+
+
+def saved_in(directory: str) -> Optional[str]:
+    """The Punkt model a destination directory holds (punkt_tab/, else a 0.1.0 punkt.json), or None."""
+    for name in (PUNKT_DIR, LEGACY_PUNKT_FILE):
+        path = os.path.join(directory, name)
+        if os.path.exists(path):
+            return path
+    return None
 
 
 def load_params(params):

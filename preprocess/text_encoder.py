@@ -56,11 +56,10 @@ def _splitter(directory: str, recorded) -> object:
     elif name == "punkt-path" and os.path.exists(recorded.get("source", "")):
         splitter = sentences.load(recorded["source"])
     else:
-        saved = [os.path.join(directory, n) for n in (PUNKT_DIR, LEGACY_PUNKT_FILE)]
-        saved = [p for p in saved if os.path.exists(p)]
-        if not saved:
+        saved = sentences.saved_in(directory)
+        if saved is None:
             raise FileNotFoundError(f"{directory} holds no sentence splitter ({PUNKT_DIR}/ or {LEGACY_PUNKT_FILE})")
-        splitter = sentences.load(saved[0])
+        splitter = sentences.load(saved)
     if isinstance(recorded, dict) and sentences.splitter_identity(splitter)["sha256"] != recorded.get("sha256"):
         raise ValueError(f"{directory}: its sentence splitter is not the one {METADATA_FILE} records "
                          f"({recorded.get('name')}, sha256 {recorded.get('sha256', '')[:12]})")

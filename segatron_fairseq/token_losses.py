@@ -19,6 +19,15 @@ def read_stream(prefix: str) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
             paragraph_starts(token_index, sentence_index))
 
 
+def stream_inputs(tokens: np.ndarray, sentence_start: np.ndarray, paragraph_start: np.ndarray,
+                  eos: int) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """What the model reads to predict ``tokens``: ``[eos] + tokens[:-1]``, the
+    input at position t being token t-1 with its flags (the leading eos starts
+    both a sentence and a paragraph)."""
+    return (np.concatenate([[eos], tokens[:-1]]), np.concatenate([[True], sentence_start[:-1]]),
+            np.concatenate([[True], paragraph_start[:-1]]))
+
+
 def stream_losses(model, tokens: np.ndarray, sentence_start: np.ndarray, paragraph_start: np.ndarray,
                   tgt_len: int) -> np.ndarray:
     """(N,) loss in nats of every token of the stream (``[eos] + tokens`` read,
@@ -27,11 +36,8 @@ def stream_losses(model, tokens: np.ndarray, sentence_start: np.ndarray, paragra
     evaluation memory is reset before and after, so calls are independent."""
     model.eval()
     model.reset_memory(training=False)
-    eos = model.decoder.dictionary.eos()
-    source = np.concatenate([[eos], tokens[:-1]])
-    # the input at position t is token t-1; its flags are those of token t-1 (the leading eos starts both)
-    source_sentence = np.concatenate([[True], sentence_start[:-1]])
-    source_paragraph = np.concatenate([[True], paragraph_start[:-1]])
+    source, source_sentence, source_paragraph = stream_inputs(tokens, sentence_start, paragraph_start,
+                                                              model.decoder.dictionary.eos())
     device = next(model.parameters()).device
     losses = []
     try:

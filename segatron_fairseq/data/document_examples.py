@@ -44,6 +44,25 @@ def fit_to_table(values: np.ndarray, limit: int) -> Tuple[np.ndarray, bool, bool
     return values, shifted, clipped
 
 
+def example_layout(tokens: np.ndarray, indexes: Dict[str, np.ndarray], bos: int, eos: int, max_tokens: int,
+                   index_limits: Dict[str, int]) -> Tuple[Dict[str, np.ndarray], bool, bool]:
+    """A pre-training example from a run of a split (tokens and their
+    indexes, (N,) each): ``</s>`` left out, cut to ``max_tokens`` with [CLS]
+    (``bos``) first and [SEP] (``eos``) last, which take their neighbours'
+    indexes; indexes fitted to their tables (``fit_to_table``). Returns
+    {"tokens", *index names} as int64 arrays and whether any index was
+    shifted / clipped."""
+    keep = tokens != eos
+    budget = max_tokens - 2
+    example = {"tokens": np.concatenate([[bos], tokens[keep][:budget].astype(np.int64), [eos]])}
+    shifted = clipped = False
+    for name, values in indexes.items():
+        values, was_shifted, was_clipped = fit_to_table(values[keep][:budget].astype(np.int64), index_limits[name])
+        shifted, clipped = shifted or was_shifted, clipped or was_clipped
+        example[name] = np.concatenate([values[:1], values, values[-1:]])
+    return example, shifted, clipped
+
+
 class SentenceTable:
     """Sentences of a binarized split: flat start/stop positions, lengths
     without ``</s>``, and the documents they belong to."""
@@ -130,17 +149,10 @@ class DocumentExampleDataset(FairseqDataset):
         table = self.table
         lo = table.starts[self.first_sentence[index]]
         hi = table.stops[self.end_sentence[index] - 1]
-        keep = self.tokens[lo:hi] != self.eos
-        budget = self.max_tokens - 2
-        tokens = self.tokens[lo:hi][keep][:budget].astype(np.int64)
-        item = {"tokens": torch.from_numpy(np.concatenate([[self.bos], tokens, [self.eos]]))}
-        shifted = clipped = False
-        for name in INDEX_NAMES:
-            values = self.indexes[name][lo:hi][keep][:budget].astype(np.int64)
-            values, was_shifted, was_clipped = fit_to_table(values, self.index_limits[name])
-            shifted, clipped = shifted or was_shifted, clipped or was_clipped
-            # [CLS] and [SEP] take the indexes of their neighbours
-            item[name] = torch.from_numpy(np.concatenate([values[:1], values, values[-1:]]))
+        example, shifted, clipped = example_layout(
+            self.tokens[lo:hi], {name: values[lo:hi] for name, values in self.indexes.items()}, self.bos, self.eos,
+            self.max_tokens, self.index_limits)
+        item = {key: torch.from_numpy(values) for key, values in example.items()}
         item["shifted"], item["clipped"] = int(shifted), int(clipped)
         return item
 

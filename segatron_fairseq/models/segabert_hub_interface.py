@@ -23,7 +23,7 @@ import torch
 from segatron_preprocess.text_encoder import TextEncoder
 from torch import nn
 
-from segatron_fairseq.data.document_examples import fit_to_table
+from segatron_fairseq.data.document_examples import example_layout
 from segatron_fairseq.data.sentence_prediction_dataset import segment_layout
 from segatron_fairseq.models.segabert import SEGMENT_TABLE_SIZES
 from segatron_fairseq.tasks.masking import MASK_SYMBOL
@@ -48,15 +48,11 @@ class SegaBERTHubInterface(nn.Module):
 
     def _single(self, text: str) -> Dict[str, np.ndarray]:
         encoded = self.text_encoder.encode(text, "lines")
-        keep = encoded.tokens != self.dictionary.eos()
-        budget = self.max_positions - 2
-        tokens = encoded.tokens[keep][:budget]
-        out = {"src_tokens": np.concatenate([[self.dictionary.bos()], tokens, [self.dictionary.eos()]])}
-        for name, values in (("paragraph", encoded.paragraph_index), ("sentence", encoded.sentence_index),
-                             ("token", encoded.token_index)):
-            values, _, _ = fit_to_table(values[keep][:budget], self.table_sizes[name])
-            out[f"{name}_index"] = np.concatenate([values[:1], values, values[-1:]])
-        return out
+        indexes = {"paragraph": encoded.paragraph_index, "sentence": encoded.sentence_index,
+                   "token": encoded.token_index}
+        example, _, _ = example_layout(encoded.tokens, indexes, self.dictionary.bos(), self.dictionary.eos(),
+                                       self.max_positions, self.table_sizes)
+        return {"src_tokens": example["tokens"], **{f"{name}_index": example[name] for name in indexes}}
 
     def _pair(self, text_a: str, text_b: str) -> Dict[str, np.ndarray]:
         texts = [self.text_encoder.encode(t, "lines").tokens for t in (text_a, text_b)]

@@ -17,13 +17,12 @@ call starts from an empty memory.
 import math
 from typing import Dict, List, Optional
 
-import numpy as np
 import torch
 from segatron_preprocess.text_encoder import EncodedText, GenerationIndexer, TextEncoder
 from torch import nn
 
 from segatron_fairseq.generation import sample_tokens
-from segatron_fairseq.token_losses import stream_losses
+from segatron_fairseq.token_losses import stream_inputs, stream_losses
 
 
 class SegatronXLHubInterface(nn.Module):
@@ -83,10 +82,9 @@ class SegatronXLHubInterface(nn.Module):
         each layer's probabilities (H, T, T), query by key."""
         encoded = self.encode(text, input_format)
         length = min(max_tokens or self.task.cfg.tgt_len, len(encoded.tokens))
-        eos = self.task.dictionary.eos()
-        source = torch.from_numpy(np.concatenate([[eos], encoded.tokens[:length - 1]]))[None]
-        sentence = torch.from_numpy(np.concatenate([[True], encoded.sentence_starts[:length - 1]]))[None]
-        paragraph = torch.from_numpy(np.concatenate([[True], encoded.paragraph_starts[:length - 1]]))[None]
+        source, sentence, paragraph = (torch.from_numpy(a)[None] for a in stream_inputs(
+            encoded.tokens[:length], encoded.sentence_starts[:length], encoded.paragraph_starts[:length],
+            self.task.dictionary.eos()))
         device = next(self.model.parameters()).device
         self.model.reset_memory(training=False)
         try:

@@ -72,6 +72,12 @@ def sinusoid_table(distances: Tensor, dim: int) -> Tensor:
     return torch.cat([angles.sin(), angles.cos()], dim=-1)
 
 
+def token_distances(num_keys: int, clamp_len: int, device: torch.device) -> Tensor:
+    """(K,) the last query's token distance to each key, K-1..0, clamped to ``clamp_len`` when > 0."""
+    distances = torch.arange(num_keys - 1, -1, -1, device=device)
+    return distances.clamp(max=clamp_len) if clamp_len > 0 else distances
+
+
 def last_query_distances(key_counters: Dict[str, Tensor], num_keys: int, clamp_len: int, batch: int,
                          device: torch.device) -> Dict[str, Tensor]:
     """Distances (B, K) of the window's last query to each of its K keys, per
@@ -79,10 +85,7 @@ def last_query_distances(key_counters: Dict[str, Tensor], num_keys: int, clamp_l
     part c_last - c_j, ``key_counters[part]`` (B, K) holding c_j with the
     query's own counter last. For the last query Eq. 3 and the authors'
     ``window_end`` distances agree."""
-    token = torch.arange(num_keys - 1, -1, -1, device=device)
-    if clamp_len > 0:
-        token = token.clamp(max=clamp_len)
-    distances = {"token": token.expand(batch, -1)}
+    distances = {"token": token_distances(num_keys, clamp_len, device).expand(batch, -1)}
     for part, counter in key_counters.items():
         distances[part] = counter[:, -1:] - counter
     return distances
@@ -148,10 +151,7 @@ class SegmentDistances:
 
     def _token_table(self, num_keys: int, clamp_len: int, dim: int) -> Tensor:
         """(K, d_token): row r for token distance K-1-r."""
-        distances = torch.arange(num_keys - 1, -1, -1, device=self.device)
-        if clamp_len > 0:
-            distances = distances.clamp(max=clamp_len)
-        return self._sinusoids(distances, dim)
+        return self._sinusoids(token_distances(num_keys, clamp_len, self.device), dim)
 
     def _window_end_table(self, key_counters: Dict[str, Tensor], part_dims: Dict[str, int]) -> Tensor:
         """(B, K, d): the token rows, then each part for c_{K-1} - c_r."""

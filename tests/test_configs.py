@@ -209,7 +209,7 @@ def wt103_sized_corpus(tmp_path_factory):
     return tmp / "bin"
 
 
-@pytest.mark.xdist_group("wt103_memory")  # ~10 GB each at 128 x 384 tokens: one at a time
+@pytest.mark.memory_heavy  # over 10 GB at 128 x 384 tokens: scripts/test.sh runs these alone, one at a time
 @pytest.mark.parametrize("name,preset,model", WT103_CONFIGS)
 def test_wt103_configs_train_at_their_shapes(name, preset, model, wt103_sized_corpus, tmp_path):
     """Each shipped WikiText-103 yaml as it is (batch 64 x 150 / 128 x 384 tokens, memory 150 / 384, cutoffs

@@ -8,10 +8,11 @@ GenerationIndexer.push``: the binarizer's rules for a token that arrives
 alone). The window a query sees is capped at ``max_keys`` positions (the
 training memory plus segment length), dropping the oldest.
 
-``incremental=True`` decodes with cached keys and values (one query per new
-token, ``SegatronXLDecoder.decode_step``); ``False`` recomputes a full forward
-over the window for every token (the slow reference; the same tokens as long
-as the window is not capped).
+``incremental=True`` reads the prompt in one forward
+(``SegatronXLDecoder.prime_decoding``), then decodes with cached keys and
+values (one query per new token, ``decode_step``); ``False`` recomputes a full
+forward over the window for every token (the slow reference; the same tokens
+as long as the window is not capped).
 """
 from typing import Callable, List, Optional, Sequence, Tuple
 
@@ -58,20 +59,23 @@ def sample_tokens(model, prompt: Sequence[int], prompt_starts: Sequence[Tuple[bo
     starts = [(True, True)] + list(prompt_starts)
     model.reset_memory(training=False)
     try:
-        cache = decoder.start_decoding(1, device) if incremental else None
-        for position in range(len(inputs) - 1 if incremental else 0):
-            _step(decoder, inputs[position], starts[position], cache, max_keys, device)
-        generated = []
+        generated, cache = [], None
         for _ in range(max_len):
-            if incremental:
-                features = _step(decoder, inputs[-1], starts[-1], cache, max_keys, device)
+            window = slice(max(0, len(inputs) - max_keys), len(inputs))
+            if incremental and cache is not None:
+                cache.keep_last(max_keys - 1)
+                features = decoder.decode_step(torch.tensor([inputs[-1]], device=device),
+                                               _starts(decoder, *starts[-1], device), cache)[0]
             else:
-                window = slice(max(0, len(inputs) - max_keys), len(inputs))
-                model.reset_memory(training=False)
-                features = decoder.extract_features(
-                    torch.tensor([inputs[window]], device=device),
-                    torch.tensor([[s for s, _ in starts[window]]], device=device),
-                    torch.tensor([[p for _, p in starts[window]]], device=device))[0, -1]
+                source = (torch.tensor([inputs[window]], device=device),
+                          torch.tensor([[s for s, _ in starts[window]]], device=device),
+                          torch.tensor([[p for _, p in starts[window]]], device=device))
+                if incremental:  # the prompt, in one forward
+                    features, cache = decoder.prime_decoding(*source)
+                    features = features[0]
+                else:
+                    model.reset_memory(training=False)
+                    features = decoder.extract_features(*source)[0, -1]
             output = decoder.output_layer(features[None, None])  # logits, or features for the adaptive softmax
             lprobs = model.get_normalized_probs((output, None), log_probs=True)[0, 0]
             token = next_token(lprobs, topk, topp, temperature, excluded, generator)
@@ -81,8 +85,3 @@ def sample_tokens(model, prompt: Sequence[int], prompt_starts: Sequence[Tuple[bo
     finally:
         model.reset_memory(training=False)
     return generated
-
-
-def _step(decoder, token: int, starts: Tuple[bool, bool], cache, max_keys: int, device) -> Tensor:
-    cache.keep_last(max_keys - 1)
-    return decoder.decode_step(torch.tensor([token], device=device), _starts(decoder, *starts, device), cache)[0]

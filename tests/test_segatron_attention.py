@@ -272,6 +272,34 @@ def test_incremental_decoding_equals_a_full_forward(sentence, paragraph, pre_nor
     assert cache.length == (5 if with_memory else 0) + SEQ
 
 
+@pytest.mark.parametrize("sentence,paragraph,pre_norm", [(True, True, False), (True, False, True),
+                                                       (False, False, False)])
+@pytest.mark.parametrize("with_memory", [False, True])
+def test_a_primed_cache_equals_decoding_the_prompt_step_by_step(sentence, paragraph, pre_norm, with_memory):
+    """prime_decoding reads a prompt in one forward: the features of its last position and the next steps are
+    those of a full forward over the window (memory, prompt, new tokens), to 1e-5; the memory is untouched."""
+    decoder = make_decoder(sentence, paragraph, pre_norm=pre_norm, mem_len=5)
+    decoder.eval()
+    tokens, sentence_flags, paragraph_flags = make_stream(2 * SEQ)
+    prompt = SEQ + 3
+    with torch.no_grad():
+        if with_memory:
+            decoder.extract_features(tokens[:, :SEQ], sentence_flags[:, :SEQ], paragraph_flags[:, :SEQ])
+        saved = dict(decoder._memory)
+        features, cache = decoder.prime_decoding(tokens[:, SEQ:prompt], sentence_flags[:, SEQ:prompt],
+                                                 paragraph_flags[:, SEQ:prompt])
+        assert {k: [h.data_ptr() for h in v.hidden] for k, v in decoder._memory.items()} == \
+            {k: [h.data_ptr() for h in v.hidden] for k, v in saved.items()}
+        assert cache.length == (5 if with_memory else 0) + 3
+        for t in range(prompt, 2 * SEQ + 1):
+            decoder._memory = dict(saved)
+            full = decoder.extract_features(tokens[:, SEQ:t], sentence_flags[:, SEQ:t], paragraph_flags[:, SEQ:t])
+            torch.testing.assert_close(features, full[:, -1], rtol=0, atol=1e-5)
+            if t < 2 * SEQ:
+                features = decoder.decode_step(tokens[:, t], {"sentence": sentence_flags[:, t],
+                                                              "paragraph": paragraph_flags[:, t]}, cache)
+
+
 def test_incremental_decoding_is_refused_with_window_end_distances():
     """With the authors' distances an earlier position's state depends on the window's last token (the full
     forward of a longer prefix changes it), so cached keys would be stale."""
@@ -279,6 +307,8 @@ def test_incremental_decoding_is_refused_with_window_end_distances():
     with pytest.raises(ValueError, match="incremental decoding needs causal distances"):
         decoder.start_decoding(BATCH, torch.device("cpu"))
     tokens, sentence_flags, paragraph_flags = make_stream(SEQ)
+    with pytest.raises(ValueError, match="incremental decoding needs causal distances"):
+        decoder.prime_decoding(tokens, sentence_flags, paragraph_flags)
     with torch.no_grad():
         shorter = decoder.extract_features(tokens[:, :4], sentence_flags[:, :4], paragraph_flags[:, :4])
         decoder.reset_memory()

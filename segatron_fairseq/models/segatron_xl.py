@@ -12,7 +12,7 @@ start of every pass. It is not saved in checkpoints.
 import logging
 import math
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -88,8 +88,8 @@ class DecodingCache:
     values: List[Optional[Tensor]]
     counters: Dict[str, Tensor]
     last: Dict[str, Tensor]
-    # per layer and part, W_R R for the distances 0..n-1 (n, H, dh), grown on demand
-    rows: List[Dict[str, Tensor]] = field(default_factory=list)
+    # per layer and part, W_part R_part for the distances 0..n-1 (n, H, dh), grown on demand
+    position_tables: List[Dict[str, Tensor]] = field(default_factory=list)
 
     @property
     def length(self) -> int:
@@ -218,8 +218,18 @@ class SegatronXLDecoder(FairseqDecoder):
                                need_attn: bool = False):
         """(B, T, d) features and, with ``need_attn``, each layer's attention
         probabilities (B, H, T, K) (else None)."""
+        memory = self._current_memory(src_tokens.size(0))
+        x, inputs, counters, weights = self._run_layers(src_tokens, sentence_starts, paragraph_starts, memory,
+                                                        need_attn)
+        self._update_memory(inputs, counters, memory)
+        return self.dropout(x).transpose(0, 1), (weights if need_attn else None)
+
+    def _run_layers(self, src_tokens, sentence_starts, paragraph_starts, memory: Optional[_Memory],
+                    need_attn: bool):
+        """The layer stack over one segment after ``memory``: the output (T, B, d)
+        (final norm applied, before dropout), each layer's input (T, B, d), the
+        segment counters (B, T) per part and each layer's attention (or None)."""
         batch, seq_len = src_tokens.shape
-        memory = self._current_memory(batch)
         mem_len = 0 if memory is None else memory.hidden[0].size(0)
         starts = {}
         for part, flags in (("sentence", sentence_starts), ("paragraph", paragraph_starts)):
@@ -255,47 +265,69 @@ class SegatronXLDecoder(FairseqDecoder):
             weights.append(layer_weights)
         if self.final_norm is not None:
             x = self.final_norm(x)
-        self._update_memory(inputs, counters, memory)
-        return self.dropout(x).transpose(0, 1), (weights if need_attn else None)
+        return x, inputs, counters, weights
 
     # ---- incremental decoding ----------------------------------------------------------------------
+
+    def _check_causal(self) -> None:
+        segment_parts = [p for p in ("sentence", "paragraph") if p in self.part_dims]
+        if segment_parts and self.cfg.segment_distance_origin == "window_end":
+            raise ValueError("incremental decoding needs causal distances: with --segment-distance-origin "
+                             "window_end the states of earlier positions change with every new token")
+
+    def _cache_of(self, window: List[Tensor], counters: Dict[str, Tensor], last: Dict[str, Tensor]):
+        """A cache of each layer's inputs (K, B, d) and their counters (B, K)."""
+        keys, values = zip(*(layer.window_keys(h) for layer, h in zip(self.layers, window)))
+        return DecodingCache(list(keys), list(values), counters, last, [{} for _ in self.layers])
 
     def start_decoding(self, batch: int, device: torch.device) -> DecodingCache:
         """A cache that starts from the evaluation memory (if it holds ``batch``
         rows), so decoding continues the text the model has read. Refused with
         the authors' ``window_end`` distances: there every position's state
         depends on the window's last token, so states cannot be cached."""
+        self._check_causal()
         memory = self._memory.get(False)
         parts = [p for p in ("sentence", "paragraph") if p in self.part_dims]
-        if parts and self.cfg.segment_distance_origin == "window_end":
-            raise ValueError("incremental decoding needs causal distances: with --segment-distance-origin "
-                             "window_end the states of earlier positions change with every new token")
         if memory is None or memory.hidden[0].size(1) != batch:
             empty = torch.zeros(batch, 0, dtype=torch.long, device=device)
             return DecodingCache([None] * len(self.layers), [None] * len(self.layers), {p: empty for p in parts},
                                  {p: torch.zeros(batch, dtype=torch.long, device=device) for p in parts},
                                  [{} for _ in self.layers])
-        keys, values = zip(*(layer.window_keys(h) for layer, h in zip(self.layers, memory.hidden)))
-        return DecodingCache(list(keys), list(values), dict(memory.counters), dict(memory.last),
-                             [{} for _ in self.layers])
+        return self._cache_of(memory.hidden, dict(memory.counters), dict(memory.last))
 
-    def _position_rows(self, layer_number: int, distances: Dict[str, Tensor], cache: DecodingCache,
-                       dtype: torch.dtype) -> Tensor:
-        """W_R R (B, K, H, dh) of the last query against each key: each part's
-        projected rows gathered by distance, summed (W_R R = sum of W_part R_part).
-        The projected tables are kept in the cache: a step costs O(K d)."""
+    def prime_decoding(self, src_tokens: Tensor, sentence_starts: Optional[Tensor] = None,
+                       paragraph_starts: Optional[Tensor] = None) -> Tuple[Tensor, DecodingCache]:
+        """Reads a prompt (B, T) in one forward, in evaluation mode, after the
+        evaluation memory as ``start_decoding`` does (the memory is left as it
+        was). Returns the features (B, d) of its last position and a cache of
+        the memory and the prompt: what T calls of ``decode_step`` give, at
+        the cost of one forward."""
+        self._check_causal()
+        memory = self._memory.get(False)
+        if memory is not None and memory.hidden[0].size(1) != src_tokens.size(0):
+            memory = None
+        x, inputs, counters, _ = self._run_layers(src_tokens, sentence_starts, paragraph_starts, memory, False)
+        if memory is not None:
+            inputs = [torch.cat([m, h], dim=0) for m, h in zip(memory.hidden, inputs)]
+            counters_window = {p: torch.cat([memory.counters[p], c], dim=1) for p, c in counters.items()}
+        else:
+            counters_window = counters
+        return x[-1], self._cache_of(inputs, counters_window, {p: c[:, -1] for p, c in counters.items()})
+
+    def _position_tables(self, layer_number: int, distances: Dict[str, Tensor], cache: DecodingCache,
+                         dtype: torch.dtype) -> Dict[str, Tensor]:
+        """Each part's W_part R_part (n, H, dh) for the distances 0..n-1, n at
+        least the largest distance in ``distances``; kept in the cache and
+        grown by doubling, so a step does not recompute them."""
         attention = self.layers[layer_number].attention
-        tables = cache.rows[layer_number]
-        total = None
+        tables = cache.position_tables[layer_number]
         for part, distance in distances.items():
             needed = int(distance.max()) + 1
             if part not in tables or tables[part].size(0) < needed:
                 size = max(needed, 2 * tables[part].size(0) if part in tables else 64)
                 tables[part] = attention.projected_rows(
                     distance_sinusoids(size, self.part_dims[part], dtype, distance.device), part)
-            rows = tables[part][distance]  # (B, K, H, dh)
-            total = rows if total is None else total + rows
-        return total
+        return tables
 
     def decode_step(self, tokens: Tensor, starts: Dict[str, Tensor], cache: DecodingCache) -> Tensor:
         """Features (B, d) of one new position per row, in evaluation mode:
@@ -311,8 +343,8 @@ class SegatronXLDecoder(FairseqDecoder):
                                          x.device)
         for i, layer in enumerate(self.layers):
             bias = 0 if self.cfg.share_position_biases else i
-            rows = self._position_rows(i, distances, cache, x.dtype)
-            x, cache.keys[i], cache.values[i] = layer.step(x, cache.keys[i], cache.values[i], rows,
+            tables = self._position_tables(i, distances, cache, x.dtype)
+            x, cache.keys[i], cache.values[i] = layer.step(x, cache.keys[i], cache.values[i], tables, distances,
                                                            self.content_bias[bias], self.position_bias[bias])
         if self.final_norm is not None:
             x = self.final_norm(x)

@@ -1,7 +1,7 @@
 """One Segatron-XL block: segment-aware relative attention and a feed-forward
 network, each with residual, dropout and LayerNorm (post-norm as in
 Transformer-XL, or pre-norm)."""
-from typing import Optional, Tuple
+from typing import Dict, Optional, Tuple
 
 from torch import Tensor, nn
 
@@ -44,18 +44,19 @@ class SegatronXLLayer(nn.Module):
         return self.ffn_norm(hidden + self.ffn(hidden)), weights
 
     def step(self, hidden: Tensor, past_keys: Optional[Tensor], past_values: Optional[Tensor],
-             position_rows: Tensor, content_bias: Tensor, position_bias: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+             position_tables: Dict[str, Tensor], distances: Dict[str, Tensor], content_bias: Tensor,
+             position_bias: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
         """``forward`` for one new position (B, d) at the end of the window,
         from the cached keys and values of the positions before it (see
         ``SegmentRelativeMultiheadAttention.step``); returns the output (B, d)
         and the keys and values with the new position."""
         if self.pre_norm:
             attended, keys, values = self.attention.step(self.attention_norm(hidden), past_keys, past_values,
-                                                         position_rows, content_bias, position_bias)
+                                                         position_tables, distances, content_bias, position_bias)
             hidden = hidden + self.dropout(attended)
             return hidden + self.ffn(self.ffn_norm(hidden)), keys, values
-        attended, keys, values = self.attention.step(hidden, past_keys, past_values, position_rows, content_bias,
-                                                     position_bias)
+        attended, keys, values = self.attention.step(hidden, past_keys, past_values, position_tables, distances,
+                                                     content_bias, position_bias)
         hidden = self.attention_norm(hidden + self.dropout(attended))
         return self.ffn_norm(hidden + self.ffn(hidden)), keys, values
 

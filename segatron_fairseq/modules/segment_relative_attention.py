@@ -139,15 +139,19 @@ class SegmentRelativeMultiheadAttention(nn.Module):
         raise KeyError(part)
 
     def step(self, hidden: Tensor, past_keys: Optional[Tensor], past_values: Optional[Tensor],
-             position_rows: Tensor, content_bias: Tensor, position_bias: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+             position_tables: Dict[str, Tensor], distances: Dict[str, Tensor], content_bias: Tensor,
+             position_bias: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
         """One new position at the end of the window (incremental decoding).
 
         hidden (B, d): its input; past_keys / past_values (B, H, P, dh) of the
-        P positions before it (or None); position_rows (B, K, H, dh): W_R R of
-        the new query against each of the K = P + 1 keys. Returns the output
+        P positions before it (or None); position_tables[part] (n, H, dh):
+        W_part R_part for the distances 0..n-1; distances[part] (B, K): the new
+        query's distance to each of the K = P + 1 keys. Returns the output
         (B, d) and the keys and values (B, H, K, dh) with the new position.
-        AC and BD are dot products with the cached keys and the rows, no
-        rel-shift (the query is the last): O(K d) for the new token.
+        No rel-shift (the query is the last). AC (B, H, K) is the query's dot
+        product with the cached keys; BD (B, H, K) = sum over parts of the
+        query's dot product with every table row (B, H, n), picked at each
+        key's distance: O(K d + n d) for the new token.
         """
         batch = hidden.size(0)
         q, k, v = self.qkv(hidden).chunk(3, dim=-1)
@@ -155,9 +159,12 @@ class SegmentRelativeMultiheadAttention(nn.Module):
         k, v = (t.view(batch, self.num_heads, 1, self.head_dim) for t in (k, v))
         keys = k if past_keys is None else torch.cat([past_keys, k], dim=2)
         values = v if past_values is None else torch.cat([past_values, v], dim=2)
-        ac = torch.einsum("bhd,bhkd->bhk", q + content_bias, keys)  # AC (B, H, K)
-        bd = torch.einsum("bhd,bkhd->bhk", q + position_bias, position_rows)  # BD (B, H, K)
-        probs = torch.softmax(((ac + bd) * self.scale).float(), dim=-1).type_as(values)
+        scores = torch.einsum("bhd,bhkd->bhk", q + content_bias, keys)  # AC (B, H, K)
+        q_position = q + position_bias
+        for part, distance in distances.items():
+            by_distance = torch.einsum("bhd,nhd->bhn", q_position, position_tables[part])  # (B, H, n)
+            scores = scores + by_distance.gather(2, distance[:, None].expand(-1, self.num_heads, -1))  # BD part
+        probs = torch.softmax((scores * self.scale).float(), dim=-1).type_as(values)
         attended = torch.einsum("bhk,bhkd->bhd", probs, values).reshape(batch, self.num_heads * self.head_dim)
         return self.out_proj(attended), keys, values
 

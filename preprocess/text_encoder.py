@@ -136,6 +136,12 @@ class GenerationIndexer:
         self.sentences_seen = 0  # sentences of the current paragraph already flagged
         self.after_eos = True
 
+    def copy(self) -> "GenerationIndexer":
+        """An indexer in the same state, that goes on independently (a beam that forks)."""
+        twin = GenerationIndexer(self.encoder)
+        twin.paragraph, twin.sentences_seen, twin.after_eos = list(self.paragraph), self.sentences_seen, self.after_eos
+        return twin
+
     def push(self, token: int) -> Tuple[bool, bool]:
         """(sentence start, paragraph start) of ``token``, the next token of the stream."""
         if token == self.eos:

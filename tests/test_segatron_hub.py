@@ -1,5 +1,6 @@
 """Scoring raw text with a trained Segatron-XL: the same tokens and losses as fairseq-eval-lm on that text
 binarized, and independent calls."""
+import copy
 import math
 import re
 import shutil
@@ -147,3 +148,138 @@ def test_sampling_incremental_equals_recomputing_and_is_reproducible(trained):
     assert all(w in words for line in first.splitlines() for w in line.split())
     long = lm.sample_tokens(prompt, max_len=120, topk=3, seed=1)  # past the window: the cache is capped
     assert len(long) == 120
+
+
+def _full_forward_log_probs(model, tokens, encoder):
+    """Log-probabilities (N,) of ``tokens`` (N,) read after a leading </s> in one forward without memory, the
+    tokens flagged by a fresh GenerationIndexer (the rule the generator applies)."""
+    from segatron_preprocess.text_encoder import GenerationIndexer
+
+    eos = encoder.dictionary.eos()
+    indexer = GenerationIndexer(encoder)
+    flags = [(True, True)] + [indexer.push(int(t)) for t in tokens[:-1]]
+    source = torch.tensor([[eos] + tokens[:-1]])
+    model.reset_memory()
+    with torch.no_grad():
+        output, extra = model(source, sentence_starts=torch.tensor([[s for s, _ in flags]]),
+                              paragraph_starts=torch.tensor([[p for _, p in flags]]))
+        lprobs = model.get_normalized_probs((output, extra), log_probs=True)[0]
+    model.reset_memory()
+    return lprobs, lprobs.gather(1, torch.tensor(tokens)[:, None])[:, 0]
+
+
+def test_beam_search_scores_equal_a_full_forward(trained):
+    """fairseq's SequenceGenerator over the incremental decoder: every hypothesis of a beam search (two prompts
+    of different lengths in one batch, beams reordered at each step) is scored token by token as a full forward
+    over that hypothesis scores it, to 1e-5."""
+    from segatron_fairseq.models.segatron_xl import SegatronXLModel
+
+    lm = SegatronXLModel.from_pretrained(str(trained / "ckpt"), "checkpoint_last.pt", str(trained / "bin"))
+    prompts = ["The lobster lives on rocky ground . The larva", "Each adult"]
+    results = lm.generate(prompts, beam=3, max_len_b=24)
+    assert len(results) == 2
+    for prompt, hypotheses in zip(prompts, results):
+        assert len(hypotheses) == 3
+        prompt_ids = lm._prompt(prompt, None).tokens.tolist()
+        for hypothesis in hypotheses:
+            tokens = hypothesis["tokens"].tolist()
+            assert tokens[:len(prompt_ids)] == prompt_ids and len(tokens) > len(prompt_ids)
+            _, expected = _full_forward_log_probs(lm.model, tokens, lm.encoder)
+            torch.testing.assert_close(hypothesis["positional_scores"], expected, rtol=0, atol=1e-5)
+
+
+def test_generator_temperature_is_exact_with_an_adaptive_softmax(trained):
+    """fairseq divides the decoder's output by --temperature; the incremental decoder outputs log-probabilities,
+    so the tempered distribution is log_softmax(log p / T), with an adaptive softmax as well."""
+    from omegaconf import open_dict
+
+    from segatron_fairseq.models.segatron_xl import SegatronXLModel
+    from segatron_fairseq.models.segatron_xl_hub_interface import SegatronXLHubInterface
+
+    lm = SegatronXLModel.from_pretrained(str(trained / "ckpt"), "checkpoint_last.pt", str(trained / "bin"))
+    cfg = copy.deepcopy(lm.model.decoder.cfg)
+    with open_dict(cfg):
+        cfg.adaptive_softmax_cutoff = "20,60"
+    torch.manual_seed(0)
+    adaptive = SegatronXLHubInterface(lm.cfg, lm.task, SegatronXLModel.build_model(cfg, lm.task))
+    assert adaptive.model.decoder.adaptive_softmax is not None
+    hypothesis = adaptive.generate("The lobster lives", beam=1, temperature=0.5, max_len_b=12)[0][0]
+    tokens = hypothesis["tokens"].tolist()
+    lprobs, _ = _full_forward_log_probs(adaptive.model, tokens, adaptive.encoder)
+    tempered = torch.log_softmax(lprobs / 0.5, dim=-1).gather(1, torch.tensor(tokens)[:, None])[:, 0]
+    torch.testing.assert_close(hypothesis["positional_scores"], tempered, rtol=0, atol=1e-5)
+
+
+def test_generate_calls_are_reproducible_and_independent(trained):
+    from segatron_fairseq.models.segatron_xl import SegatronXLModel
+
+    lm = SegatronXLModel.from_pretrained(str(trained / "ckpt"), "checkpoint_last.pt", str(trained / "bin"))
+    options = dict(sampling=True, sampling_topk=5, temperature=0.9, max_len_b=30)
+    first = lm.generate("The lobster lives", seed=4, **options)[0][0]["tokens"]
+    lm.generate(["Each adult feeds near", "A"], beam=2, max_len_b=10)  # another call, other batch size
+    lm.score((trained / "other.txt").read_text())  # and the model's own memory in use
+    assert torch.equal(lm.generate("The lobster lives", seed=4, **options)[0][0]["tokens"], first)
+    others = {tuple(lm.generate("The lobster lives", seed=s, sampling=True, sampling_topp=0.9,
+                                max_len_b=30)[0][0]["tokens"].tolist()) for s in range(5)}
+    assert len(others) > 1
+
+
+def _hypotheses(output):
+    return {int(m.group(1)): m.group(2) for m in re.finditer(r"^H-(\d+)\t\S+\t(.*)$", output, re.M)}
+
+
+def test_fairseq_generate_and_interactive(trained, tmp_path):
+    """fairseq-generate on a binarized prompt file (--sample-break-mode eos) and fairseq-interactive on raw
+    lines continue each prompt; greedy decoding gives the hub's greedy tokens; a seed fixes sampling."""
+    from segatron_fairseq.models.segatron_xl import SegatronXLModel
+
+    prompts = ["The lobster lives on rocky ground . The larva", "", "Each adult"]
+    (tmp_path / "prompts.txt").write_text("\n".join(prompts) + "\n")
+    run_cli("segatron-preprocess", "--input-format", "lines", "--testpref", tmp_path / "prompts.txt", "--destdir",
+            tmp_path / "bin", "--srcdict", trained / "bin" / "dict.txt", "--sentence-splitter",
+            trained / "bin" / "punkt_tab")
+    checkpoint = trained / "ckpt" / "checkpoint_last.pt"
+    common = ["--user-dir", PLUGIN_DIR, "--task", "segatron_lm", "--path", checkpoint, "--cpu", "--tgt-len", 16,
+              "--max-len-b", 20]
+    greedy = _hypotheses(run_cli("fairseq-generate", tmp_path / "bin", *common, "--sample-break-mode", "eos",
+                                 "--gen-subset", "test", "--beam", 1, "--batch-size", 2))
+    assert sorted(greedy) == [0, 1]  # the blank line is not a prompt
+    lm = SegatronXLModel.from_pretrained(str(trained / "ckpt"), "checkpoint_last.pt", str(trained / "bin"))
+    for number, prompt in enumerate([prompts[0], prompts[2]]):
+        assert greedy[number].startswith(prompt + " ")
+        expected = lm.generate(prompt, beam=1, max_len_b=20)[0][0]["tokens"][:-1].tolist()  # without </s>
+        assert greedy[number] == " ".join(lm.task.dictionary[t] for t in expected)
+
+    sampling = ["--sampling", "--sampling-topk", 5, "--sampling-topp", 0.9, "--temperature", 0.8, "--beam", 1]
+    interactive = [run_cli("fairseq-interactive", trained / "bin", *common, *sampling, "--seed", seed, "--input",
+                           tmp_path / "prompts.txt") for seed in (1, 1, 2)]
+    first, again, other = (_hypotheses(out) for out in interactive)
+    assert first == again and first != other
+    assert sorted(first) == [0, 1, 2]  # interactive reads every line (a blank one has an empty prompt)
+    assert first[0].startswith(prompts[0]) and first[2].startswith(prompts[2])
+    assert len(first[0]) + len(first[2]) > len(prompts[0]) + len(prompts[2])
+
+
+def test_interactive_reads_raw_text_with_the_corpus_sentencepiece(tmp_path):
+    """On a sentencepiece corpus fairseq-interactive needs no --bpe: the task splits raw lines with the corpus's
+    own model and joins the pieces of the output back into text."""
+    from segatron_preprocess.text_encoder import TextEncoder
+
+    write_wikitext(tmp_path / "train.txt", make_documents(30, seed=61))
+    run_cli("segatron-preprocess", "--input-format", "wikitext", "--trainpref", tmp_path / "train.txt",
+            "--validpref", tmp_path / "train.txt", "--destdir", tmp_path / "bin", "--bpe", "sentencepiece",
+            "--bpe-vocab-size", 100)
+    run_cli("fairseq-train", tmp_path / "bin", "--user-dir", PLUGIN_DIR, "--task", "segatron_lm", "--arch",
+            "segatron_xl_tiny", "--criterion", "segatron_lm_loss", "--optimizer", "adam", "--lr", "2e-3",
+            "--batch-size", 4, "--tgt-len", 16, "--max-update", 2, "--cpu", "--save-dir", tmp_path / "ckpt",
+            "--no-epoch-checkpoints", "--disable-validation")
+    prompt = "The lobster lives on rocky ground."
+    (tmp_path / "prompts.txt").write_text(prompt + "\n")
+    output = run_cli("fairseq-interactive", tmp_path / "bin", "--user-dir", PLUGIN_DIR, "--task", "segatron_lm",
+                     "--path", tmp_path / "ckpt" / "checkpoint_last.pt", "--cpu", "--max-len-b", 30, "--min-len", 25,
+                     "--input", tmp_path / "prompts.txt")
+    pieces = re.search(r"^H-0\t\S+\t(.*)$", output, re.M).group(1).split()
+    text = re.search(r"^D-0\t\S+\t(.*)$", output, re.M).group(1)
+    prompt_pieces = TextEncoder(str(tmp_path / "bin")).segmenter.subwords.encode(prompt)
+    assert len(pieces) >= 20 and pieces[:len(prompt_pieces)] == prompt_pieces
+    assert text.startswith(prompt) and "\u2581" not in text and len(text.split()) < len(pieces)

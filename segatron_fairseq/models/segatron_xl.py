@@ -18,10 +18,11 @@ import torch
 import torch.nn.functional as F
 from fairseq import utils
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
-from fairseq.models import FairseqDecoder, FairseqLanguageModel, register_model
+from fairseq.models import FairseqIncrementalDecoder, FairseqLanguageModel, register_model
 from fairseq.modules import AdaptiveInput, AdaptiveSoftmax
 from torch import Tensor, nn
 
+from segatron_fairseq.generation import GenerationSetup
 from segatron_fairseq.models.architecture_defaults import register_architecture, set_defaults
 from segatron_fairseq.models.segatron_xl_presets import MODEL_PRESETS, SEGMENT_PARTS
 from segatron_fairseq.modules import (
@@ -110,7 +111,7 @@ class _Memory:
     last: Dict[str, Tensor]  # part -> (B,) counter of the last token seen
 
 
-class SegatronXLDecoder(FairseqDecoder):
+class SegatronXLDecoder(FairseqIncrementalDecoder):
     def __init__(self, cfg: SegatronXLConfig, dictionary, embed_tokens: nn.Module):
         super().__init__(dictionary)
         self.cfg = cfg
@@ -138,6 +139,7 @@ class SegatronXLDecoder(FairseqDecoder):
                 tie_proj=cfg.tie_adaptive_proj,
             )
         self._memory: Dict[bool, _Memory] = {}
+        self.generation: Optional[GenerationSetup] = None  # set for fairseq's SequenceGenerator
         self._init_weights()
 
     def _init_weights(self):
@@ -196,13 +198,18 @@ class SegatronXLDecoder(FairseqDecoder):
 
     def forward(self, src_tokens: Tensor, sentence_starts: Optional[Tensor] = None,
                 paragraph_starts: Optional[Tensor] = None, features_only: bool = False, need_attn: bool = False,
-                **kwargs):
+                incremental_state: Optional[Dict] = None, **kwargs):
         """src_tokens (B, T); sentence_starts / paragraph_starts (B, T) bool,
         True at the first token of a sentence / paragraph (needed only for the
         enabled parts). Returns ((B, T, V) logits or (B, T, d) features, extra);
         with ``need_attn``, ``extra["attn_layers"]`` holds each layer's
         attention probabilities (B, H, T, K), keys = memory then segment, and
-        ``extra["attn"]`` the last layer's averaged over heads (B, T, K)."""
+        ``extra["attn"]`` the last layer's averaged over heads (B, T, K).
+
+        With ``incremental_state`` (fairseq's ``SequenceGenerator``), see
+        ``forward_incremental``."""
+        if incremental_state is not None:
+            return self.forward_incremental(src_tokens, incremental_state)
         x, weights = self.features_and_attention(src_tokens, sentence_starts, paragraph_starts, need_attn)
         if not features_only:
             x = self.output_layer(x)
@@ -280,13 +287,14 @@ class SegatronXLDecoder(FairseqDecoder):
         keys, values = zip(*(layer.window_keys(h) for layer, h in zip(self.layers, window)))
         return DecodingCache(list(keys), list(values), counters, last, [{} for _ in self.layers])
 
-    def start_decoding(self, batch: int, device: torch.device) -> DecodingCache:
+    def start_decoding(self, batch: int, device: torch.device, continue_memory: bool = True) -> DecodingCache:
         """A cache that starts from the evaluation memory (if it holds ``batch``
-        rows), so decoding continues the text the model has read. Refused with
-        the authors' ``window_end`` distances: there every position's state
-        depends on the window's last token, so states cannot be cached."""
+        rows and ``continue_memory``), so decoding continues the text the model
+        has read; else empty. Refused with the authors' ``window_end``
+        distances: there every position's state depends on the window's last
+        token, so states cannot be cached."""
         self._check_causal()
-        memory = self._memory.get(False)
+        memory = self._memory.get(False) if continue_memory else None
         parts = [p for p in ("sentence", "paragraph") if p in self.part_dims]
         if memory is None or memory.hidden[0].size(1) != batch:
             empty = torch.zeros(batch, 0, dtype=torch.long, device=device)
@@ -351,6 +359,65 @@ class SegatronXLDecoder(FairseqDecoder):
         cache.counters, cache.last = key_counters, counters
         return x
 
+    # ---- fairseq's SequenceGenerator ------------------------------------------------------------------
+
+    def forward_incremental(self, prev_output_tokens: Tensor, incremental_state: Dict) -> Tuple[Tensor, Dict]:
+        """``prev_output_tokens`` (B, t): every token so far, ``</s>`` first;
+        only those not yet read go through ``decode_step``, so a new token
+        costs one query against the window (at most ``generation.max_keys``
+        keys). Each row's tokens are flagged as they arrive by its
+        ``generation.new_indexer()`` (the leading ``</s>`` starts a sentence
+        and a paragraph, as in the evaluation stream). The state lives in
+        ``incremental_state`` only, so one generation call never sees
+        another's. Returns the log-probabilities (B, 1, V) of the next token
+        and ``extra["normalized"]``: ``get_normalized_probs`` takes a
+        log-softmax of them, so fairseq's ``--temperature`` (which divides
+        this output) is exact, with an adaptive softmax too."""
+        setup = self.generation
+        parts = [p for p in ("sentence", "paragraph") if p in self.part_dims]
+        if setup is None or (parts and setup.new_indexer is None):
+            raise ValueError("Segatron-XL generation needs the training corpus's sentence splitter to flag new "
+                             "tokens: build the generator with --task segatron_lm (task.build_generator), or "
+                             "call model.prepare_generation")
+        state = self.get_incremental_state(incremental_state, "decoding")
+        if state is None:
+            batch = prev_output_tokens.size(0)
+            state = {"cache": self.start_decoding(batch, prev_output_tokens.device, continue_memory=False),
+                     "read": 0, "indexers": [setup.new_indexer() for _ in range(batch)] if parts else []}
+            self.set_incremental_state(incremental_state, "decoding", state)
+        cache = state["cache"]
+        for position in range(state["read"], prev_output_tokens.size(1)):
+            tokens = prev_output_tokens[:, position]
+            if position == 0:
+                flags = [(True, True)] * tokens.size(0)
+            else:
+                flags = [indexer.push(token) for indexer, token in zip(state["indexers"], tokens.tolist())]
+            starts = {part: torch.tensor([f[i] for f in flags], device=tokens.device)
+                      for i, part in enumerate(("sentence", "paragraph")) if part in parts}
+            cache.keep_last(setup.max_keys - 1)
+            features = self.decode_step(tokens, starts, cache)
+        state["read"] = prev_output_tokens.size(1)
+        output = self.output_layer(features[:, None])
+        return super().get_normalized_probs((output, None), log_probs=True), {"attn": [None], "normalized": True}
+
+    def get_normalized_probs(self, net_output, log_probs: bool, sample=None):
+        if net_output[1] is not None and net_output[1].get("normalized"):
+            scores = net_output[0].float()  # log-probabilities, maybe divided by a temperature
+            return F.log_softmax(scores, dim=-1) if log_probs else F.softmax(scores, dim=-1)
+        return super().get_normalized_probs(net_output, log_probs, sample)
+
+    def reorder_incremental_state(self, incremental_state: Dict, new_order: Tensor):
+        """Beam search: row i of the state becomes row ``new_order[i]`` of the old one."""
+        state = self.get_incremental_state(incremental_state, "decoding")
+        if state is None:
+            return
+        cache: DecodingCache = state["cache"]
+        cache.keys = [k.index_select(0, new_order) for k in cache.keys]
+        cache.values = [v.index_select(0, new_order) for v in cache.values]
+        cache.counters = {p: c.index_select(0, new_order) for p, c in cache.counters.items()}
+        cache.last = {p: c.index_select(0, new_order) for p, c in cache.last.items()}
+        state["indexers"] = [state["indexers"][i].copy() for i in new_order.tolist()] if state["indexers"] else []
+
     def output_layer(self, features: Tensor) -> Tensor:
         if self.adaptive_softmax is not None:
             return features  # the adaptive softmax is applied by the criterion / get_normalized_probs
@@ -393,6 +460,10 @@ class SegatronXLModel(FairseqLanguageModel):
 
     def reset_memory(self, training: Optional[bool] = None) -> None:
         self.decoder.reset_memory(training)
+
+    def prepare_generation(self, setup: GenerationSetup) -> None:
+        """Ready the decoder for fairseq's ``SequenceGenerator`` (see ``GenerationSetup``)."""
+        self.decoder.generation = setup
 
     @classmethod
     def from_pretrained(cls, model_name_or_path: str, checkpoint_file: str = "checkpoint_best.pt",

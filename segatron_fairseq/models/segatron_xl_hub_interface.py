@@ -14,10 +14,14 @@ of the training ``--tgt-len`` with memory, every token once: the numbers
 ``fairseq-eval-lm --batch-size 1`` reports for the same text binarized. Each
 call starts from an empty memory.
 """
+import copy
+import dataclasses
 import math
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence, Union
 
 import torch
+from fairseq import utils
+from omegaconf import open_dict
 from segatron_preprocess.text_encoder import EncodedText, GenerationIndexer, TextEncoder
 from torch import nn
 
@@ -46,23 +50,62 @@ class SegatronXLHubInterface(nn.Module):
         return {"tokens": torch.from_numpy(encoded.tokens), "positional_scores": torch.from_numpy(-losses),
                 "loss": loss, "ppl": math.exp(loss)}
 
+    def _prompt(self, prompt: str, input_format: Optional[str]) -> EncodedText:
+        """The prompt's items, up to the last token that is read: a prompt that
+        ends with a newline ends its paragraph (its ``</s>`` is kept);
+        otherwise the text goes on in its last paragraph."""
+        encoded = self.encode(prompt, input_format)
+        keep = len(encoded.tokens) if prompt.endswith("\n") else len(encoded.tokens) - 1
+        return EncodedText(*(getattr(encoded, f.name)[:keep] for f in dataclasses.fields(EncodedText)))
+
     def sample_tokens(self, prompt: str, max_len: int = 100, topk: int = 0, topp: float = 1.0,
                       temperature: float = 1.0, seed: Optional[int] = None, incremental: bool = True,
                       input_format: Optional[str] = None) -> List[int]:
-        """The ids of ``max_len`` tokens sampled after ``prompt``. A prompt that
-        ends with a newline ends its paragraph (its ``</s>`` is kept); otherwise
-        the continuation goes on in its last paragraph. ``seed`` makes the draw
-        reproducible; ``incremental=False`` recomputes the window every token."""
-        encoded = self.encode(prompt, input_format)
-        keep = len(encoded.tokens) if prompt.endswith("\n") else len(encoded.tokens) - 1
+        """The ids of ``max_len`` tokens sampled after ``prompt`` (see
+        ``_prompt``), whose tokens keep the starts the binarizer gives them.
+        ``seed`` makes the draw reproducible; ``incremental=False`` recomputes
+        the window every token."""
+        encoded = self._prompt(prompt, input_format)
         indexer = GenerationIndexer(self.encoder)
-        for token in encoded.tokens[:keep]:
+        for token in encoded.tokens:
             indexer.push(int(token))
-        starts = list(zip(encoded.sentence_starts[:keep].tolist(), encoded.paragraph_starts[:keep].tolist()))
+        starts = list(zip(encoded.sentence_starts.tolist(), encoded.paragraph_starts.tolist()))
         generator = None if seed is None else torch.Generator().manual_seed(seed)
-        max_keys = self.model.decoder.cfg.mem_len + self.task.cfg.tgt_len
-        return sample_tokens(self.model, encoded.tokens[:keep].tolist(), starts, max_len, indexer.push, max_keys,
+        return sample_tokens(self.model, encoded.tokens.tolist(), starts, max_len, indexer.push, self._max_keys(),
                              topk, topp, temperature, generator, incremental)
+
+    def _max_keys(self) -> int:
+        return self.model.decoder.cfg.mem_len + self.task.cfg.tgt_len
+
+    def generate(self, prompts: Union[str, Sequence[str]], beam: int = 1, seed: Optional[int] = None,
+                 input_format: Optional[str] = None, **kwargs) -> List[List[Dict]]:
+        """fairseq's ``SequenceGenerator`` over raw-text prompts, as fairseq's
+        hub ``generate`` (through ``task.build_generator`` and
+        ``inference_step``, like ``fairseq-generate``): beam search, or
+        ``sampling=True`` with ``sampling_topk``, ``sampling_topp``,
+        ``temperature``; ``max_len_b``, ``min_len``, ``nbest`` and the other
+        generation options as keywords. Prompt tokens are forced and flagged
+        as they arrive (``GenerationIndexer``). Returns, per prompt, its
+        hypotheses: ``tokens`` (prompt, continuation, final ``</s>``),
+        ``score`` and ``positional_scores`` (log-probabilities, nats)."""
+        single = isinstance(prompts, str)
+        tokens = [torch.cat([torch.from_numpy(self._prompt(p, input_format).tokens),
+                             torch.tensor([self.task.dictionary.eos()])]) for p in ([prompts] if single else prompts)]
+        gen_args = copy.deepcopy(self.cfg.generation)
+        with open_dict(gen_args):
+            gen_args.beam = beam
+            for key, value in kwargs.items():
+                setattr(gen_args, key, value)
+        generator = self.task.build_generator([self.model], gen_args)
+        dataset = self.task.build_dataset_for_inference(tokens, [len(t) for t in tokens])
+        device = next(self.model.parameters()).device
+        batch = dataset.collater([dataset[i] for i in range(len(dataset))])  # in prompt order
+        if device.type == "cuda":
+            batch = utils.move_to_cuda(batch, device)
+        with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+            if seed is not None:
+                torch.manual_seed(seed)
+            return self.task.inference_step(generator, [self.model], batch)
 
     def decode(self, tokens: List[int]) -> str:
         """Text of token ids: ``</s>`` ends a line; sentencepiece pieces are joined into words."""

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The demo: install if needed, binarize a generated WikiText-style corpus with
 # segatron-preprocess, train a tiny Segatron-XL and the Transformer-XL of the same
-# size with fairseq-train, score both with fairseq-eval-lm, print a perplexity table.
+# size with fairseq-train, score both with fairseq-eval-lm, print a perplexity table,
+# then pre-train a tiny SegaBERT (the README's feature examples use it).
 #
 #   bash scripts/demo.sh               # generated corpus, in demo_runs/
 #   bash scripts/demo.sh --data DIR    # your segatron-preprocess output (train/valid/test)
@@ -37,4 +38,10 @@ echo "== fairseq-train / fairseq-eval-lm: Segatron-XL vs Transformer-XL (tiny, s
 "$ROOT/.venv/bin/segatron-compare-lm" --data "$DATA" --variants segatron_xl,transformer_xl \
   --workdir "$RUNS/models" --layers 2 --dim 64 --heads 4 --ffn 256 --tgt-len 48 --mem-len 48 \
   --batch-size 16 --max-update 1200 --warmup 100 --lr 2e-3 --out "$RUNS/results.json"
+echo "== fairseq-train: a tiny SegaBERT masked LM on the same corpus"
+"$ROOT/.venv/bin/fairseq-train" "$DATA" --user-dir "$ROOT/segatron_fairseq" --task segabert_mlm \
+  --arch segabert_tiny --criterion masked_lm --optimizer adam --lr 2e-3 --lr-scheduler inverse_sqrt \
+  --warmup-updates 50 --tokens-per-sample 128 --batch-size 16 --max-update 300 --seed 1 \
+  --save-dir "$RUNS/models/segabert" --no-epoch-checkpoints --log-format simple --log-interval 100 \
+  2>&1 | tee "$RUNS/models/segabert.log" | grep -E "valid on|done training"
 echo "logs, checkpoints and results.json are in $RUNS"

@@ -9,6 +9,7 @@ Memory is kept per mode (training / evaluation), so validation in the middle
 of an epoch does not disturb the training stream; the task resets it at the
 start of every pass. It is not saved in checkpoints.
 """
+import functools
 import logging
 import math
 from dataclasses import dataclass, field
@@ -79,18 +80,28 @@ class SegatronXLConfig(FairseqDataclass):
     max_target_positions: int = field(default=1 << 20, metadata={"help": "longest evaluation stream"})
 
 
-@dataclass
 class DecodingCache:
     """Incremental decoding state of a batch: every layer's keys and values
-    (B, H, K, dh) for the K positions so far (the memory, then the decoded
-    ones), their segment counters (B, K), and the last counter (B,) per part."""
+    (B, H, K, dh) for the K positions of the window (the memory or prompt,
+    then the decoded ones), their segment counters (B, K), and the last
+    counter (B,) per part; per layer, the projected sinusoids W_part R_part
+    of each part's distances 0..n_part-1 (``table_sizes``), the parts' blocks
+    side by side (H, dh, N), grown on demand.
 
-    keys: List[Optional[Tensor]]
-    values: List[Optional[Tensor]]
-    counters: Dict[str, Tensor]
-    last: Dict[str, Tensor]
-    # per layer and part, W_part R_part for the distances 0..n-1 (n, H, dh), grown on demand
-    position_tables: List[Dict[str, Tensor]] = field(default_factory=list)
+    New keys and values are written in place into a buffer per layer (keys
+    and values, (2, B, H, capacity, dh)); ``keys`` / ``values`` are views of
+    it. The buffer doubles when full, and the window moves to its front then,
+    so a step copies nothing else.
+    """
+
+    def __init__(self, keys: List[Optional[Tensor]], values: List[Optional[Tensor]], counters: Dict[str, Tensor],
+                 last: Dict[str, Tensor]):
+        self.keys, self.values = list(keys), list(values)
+        self.counters, self.last = counters, last
+        self.table_sizes: Dict[str, int] = {}
+        self.position_tables: List[Optional[Tensor]] = [None] * len(self.keys)
+        self._buffers: List[Optional[Tensor]] = [None] * len(self.keys)
+        self._starts = [0] * len(self.keys)
 
     @property
     def length(self) -> int:
@@ -98,10 +109,36 @@ class DecodingCache:
 
     def keep_last(self, positions: int) -> None:
         """Drop the oldest positions beyond the last ``positions``."""
-        if self.length > positions:
-            self.keys = [k[:, :, -positions:] for k in self.keys]
-            self.values = [v[:, :, -positions:] for v in self.values]
-            self.counters = {p: c[:, -positions:] for p, c in self.counters.items()}
+        drop = self.length - positions
+        if drop > 0:
+            self.keys = [k[:, :, drop:] for k in self.keys]
+            self.values = [v[:, :, drop:] for v in self.values]
+            self._starts = [start + drop for start in self._starts]
+            self.counters = {p: c[:, drop:] for p, c in self.counters.items()}
+
+    def append(self, layer: int, key: Tensor, value: Tensor) -> Tuple[Tensor, Tensor]:
+        """Store one new position's key and value (B, H, 1, dh) of ``layer``
+        after the window's; returns the window's keys and values (B, H, K, dh)."""
+        keys = self.keys[layer]
+        length = 0 if keys is None else keys.size(2)
+        buffer, start = self._buffers[layer], self._starts[layer]
+        if buffer is None or start + length >= buffer.size(3):
+            buffer = key.new_empty(2, key.size(0), key.size(1), max(64, 2 * (length + 1)), key.size(3))
+            if length:
+                buffer[0, :, :, :length], buffer[1, :, :, :length] = keys, self.values[layer]
+            self._buffers[layer], self._starts[layer], start = buffer, 0, 0
+        buffer[0, :, :, start + length], buffer[1, :, :, start + length] = key[:, :, 0], value[:, :, 0]
+        self.keys[layer] = buffer[0, :, :, start:start + length + 1]
+        self.values[layer] = buffer[1, :, :, start:start + length + 1]
+        return self.keys[layer], self.values[layer]
+
+    def reorder(self, new_order: Tensor) -> None:
+        """Row i becomes row ``new_order[i]`` (beam search)."""
+        self.keys = [k.index_select(0, new_order) for k in self.keys]
+        self.values = [v.index_select(0, new_order) for v in self.values]
+        self.counters = {p: c.index_select(0, new_order) for p, c in self.counters.items()}
+        self.last = {p: c.index_select(0, new_order) for p, c in self.last.items()}
+        self._buffers = [None] * len(self.keys)
 
 
 @dataclass
@@ -285,7 +322,7 @@ class SegatronXLDecoder(FairseqIncrementalDecoder):
     def _cache_of(self, window: List[Tensor], counters: Dict[str, Tensor], last: Dict[str, Tensor]):
         """A cache of each layer's inputs (K, B, d) and their counters (B, K)."""
         keys, values = zip(*(layer.window_keys(h) for layer, h in zip(self.layers, window)))
-        return DecodingCache(list(keys), list(values), counters, last, [{} for _ in self.layers])
+        return DecodingCache(keys, values, counters, last)
 
     def start_decoding(self, batch: int, device: torch.device, continue_memory: bool = True) -> DecodingCache:
         """A cache that starts from the evaluation memory (if it holds ``batch``
@@ -299,8 +336,7 @@ class SegatronXLDecoder(FairseqIncrementalDecoder):
         if memory is None or memory.hidden[0].size(1) != batch:
             empty = torch.zeros(batch, 0, dtype=torch.long, device=device)
             return DecodingCache([None] * len(self.layers), [None] * len(self.layers), {p: empty for p in parts},
-                                 {p: torch.zeros(batch, dtype=torch.long, device=device) for p in parts},
-                                 [{} for _ in self.layers])
+                                 {p: torch.zeros(batch, dtype=torch.long, device=device) for p in parts})
         return self._cache_of(memory.hidden, dict(memory.counters), dict(memory.last))
 
     def prime_decoding(self, src_tokens: Tensor, sentence_starts: Optional[Tensor] = None,
@@ -322,20 +358,30 @@ class SegatronXLDecoder(FairseqIncrementalDecoder):
             counters_window = counters
         return x[-1], self._cache_of(inputs, counters_window, {p: c[:, -1] for p, c in counters.items()})
 
-    def _position_tables(self, layer_number: int, distances: Dict[str, Tensor], cache: DecodingCache,
-                         dtype: torch.dtype) -> Dict[str, Tensor]:
-        """Each part's W_part R_part (n, H, dh) for the distances 0..n-1, n at
-        least the largest distance in ``distances``; kept in the cache and
-        grown by doubling, so a step does not recompute them."""
-        attention = self.layers[layer_number].attention
-        tables = cache.position_tables[layer_number]
+    def _position_index(self, distances: Dict[str, Tensor], cache: DecodingCache) -> Tensor:
+        """(B, P, K): each part's distances as columns of the layers' position
+        tables (the part's block offset added). A part whose largest distance
+        is beyond its block doubles it, and the tables are rebuilt."""
         for part, distance in distances.items():
             needed = int(distance.max()) + 1
-            if part not in tables or tables[part].size(0) < needed:
-                size = max(needed, 2 * tables[part].size(0) if part in tables else 64)
-                tables[part] = attention.projected_rows(
-                    distance_sinusoids(size, self.part_dims[part], dtype, distance.device), part)
-        return tables
+            if cache.table_sizes.get(part, 0) < needed:
+                cache.table_sizes[part] = max(needed, 2 * cache.table_sizes.get(part, 32))
+                cache.position_tables = [None] * len(self.layers)
+        columns, offset = [], 0
+        for part, size in cache.table_sizes.items():  # the order of the tables' blocks
+            columns.append(distances[part] + offset)
+            offset += size
+        return torch.stack(columns, dim=1)
+
+    def _position_table(self, layer_number: int, cache: DecodingCache, dtype: torch.dtype,
+                        device: torch.device) -> Tensor:
+        """(H, dh, N) W_part R_part of every part's distances, blocks in part order, built once per size."""
+        if cache.position_tables[layer_number] is None:
+            attention = self.layers[layer_number].attention
+            blocks = [attention.projected_rows(distance_sinusoids(size, self.part_dims[part], dtype, device), part)
+                      for part, size in cache.table_sizes.items()]  # (n, H, dh) each
+            cache.position_tables[layer_number] = torch.cat(blocks, dim=0).permute(1, 2, 0).contiguous()
+        return cache.position_tables[layer_number]
 
     def decode_step(self, tokens: Tensor, starts: Dict[str, Tensor], cache: DecodingCache) -> Tensor:
         """Features (B, d) of one new position per row, in evaluation mode:
@@ -349,11 +395,12 @@ class SegatronXLDecoder(FairseqIncrementalDecoder):
             x = self.embed_tokens(tokens[:, None])[:, 0] * self.embed_scale
         distances = last_query_distances(key_counters, cache.length + 1, self.cfg.clamp_len, tokens.size(0),
                                          x.device)
+        position_index = self._position_index(distances, cache)
         for i, layer in enumerate(self.layers):
             bias = 0 if self.cfg.share_position_biases else i
-            tables = self._position_tables(i, distances, cache, x.dtype)
-            x, cache.keys[i], cache.values[i] = layer.step(x, cache.keys[i], cache.values[i], tables, distances,
-                                                           self.content_bias[bias], self.position_bias[bias])
+            table = self._position_table(i, cache, x.dtype, x.device)
+            x = layer.step(x, functools.partial(cache.append, i), table, position_index, self.content_bias[bias],
+                           self.position_bias[bias])
         if self.final_norm is not None:
             x = self.final_norm(x)
         cache.counters, cache.last = key_counters, counters
@@ -411,11 +458,7 @@ class SegatronXLDecoder(FairseqIncrementalDecoder):
         state = self.get_incremental_state(incremental_state, "decoding")
         if state is None:
             return
-        cache: DecodingCache = state["cache"]
-        cache.keys = [k.index_select(0, new_order) for k in cache.keys]
-        cache.values = [v.index_select(0, new_order) for v in cache.values]
-        cache.counters = {p: c.index_select(0, new_order) for p, c in cache.counters.items()}
-        cache.last = {p: c.index_select(0, new_order) for p, c in cache.last.items()}
+        state["cache"].reorder(new_order)
         state["indexers"] = [state["indexers"][i].copy() for i in new_order.tolist()] if state["indexers"] else []
 
     def output_layer(self, features: Tensor) -> Tensor:

@@ -1,7 +1,7 @@
 """One Segatron-XL block: segment-aware relative attention and a feed-forward
 network, each with residual, dropout and LayerNorm (post-norm as in
 Transformer-XL, or pre-norm)."""
-from typing import Dict, Optional, Tuple
+from typing import Callable, Optional, Tuple
 
 from torch import Tensor, nn
 
@@ -43,22 +43,22 @@ class SegatronXLLayer(nn.Module):
         hidden = self.attention_norm(hidden + self.dropout(attended))
         return self.ffn_norm(hidden + self.ffn(hidden)), weights
 
-    def step(self, hidden: Tensor, past_keys: Optional[Tensor], past_values: Optional[Tensor],
-             position_tables: Dict[str, Tensor], distances: Dict[str, Tensor], content_bias: Tensor,
-             position_bias: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
-        """``forward`` for one new position (B, d) at the end of the window,
-        from the cached keys and values of the positions before it (see
-        ``SegmentRelativeMultiheadAttention.step``); returns the output (B, d)
-        and the keys and values with the new position."""
+    def step(self, hidden: Tensor, append: Callable[[Tensor, Tensor], Tuple[Tensor, Tensor]],
+             position_table: Tensor, position_index: Tensor, content_bias: Tensor, position_bias: Tensor) -> Tensor:
+        """``forward`` for one new position (B, d) at the end of the window:
+        ``append(key, value)`` stores its key and value (B, H, 1, dh) after the
+        cached ones and returns the window's (B, H, K, dh) (see
+        ``SegmentRelativeMultiheadAttention.step``). Returns the output (B, d)."""
+        attended_input = self.attention_norm(hidden) if self.pre_norm else hidden
+        query, key, value = self.attention.step_projections(attended_input)
+        keys, values = append(key, value)
+        attended = self.attention.step(query, keys, values, position_table, position_index, content_bias,
+                                       position_bias)
         if self.pre_norm:
-            attended, keys, values = self.attention.step(self.attention_norm(hidden), past_keys, past_values,
-                                                         position_tables, distances, content_bias, position_bias)
             hidden = hidden + self.dropout(attended)
-            return hidden + self.ffn(self.ffn_norm(hidden)), keys, values
-        attended, keys, values = self.attention.step(hidden, past_keys, past_values, position_tables, distances,
-                                                     content_bias, position_bias)
+            return hidden + self.ffn(self.ffn_norm(hidden))
         hidden = self.attention_norm(hidden + self.dropout(attended))
-        return self.ffn_norm(hidden + self.ffn(hidden)), keys, values
+        return self.ffn_norm(hidden + self.ffn(hidden))
 
     def window_keys(self, memory: Tensor) -> Tuple[Tensor, Tensor]:
         """Keys and values (B, H, M, dh) of this layer's cached inputs (M, B, d)."""

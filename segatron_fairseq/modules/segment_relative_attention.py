@@ -138,35 +138,31 @@ class SegmentRelativeMultiheadAttention(nn.Module):
             start += width
         raise KeyError(part)
 
-    def step(self, hidden: Tensor, past_keys: Optional[Tensor], past_values: Optional[Tensor],
-             position_tables: Dict[str, Tensor], distances: Dict[str, Tensor], content_bias: Tensor,
-             position_bias: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
-        """One new position at the end of the window (incremental decoding).
+    def step_projections(self, hidden: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+        """Query (B, H, 1, dh), key and value (B, H, 1, dh) of one new position (B, d)."""
+        return (t.view(hidden.size(0), self.num_heads, 1, self.head_dim) for t in self.qkv(hidden).chunk(3, dim=-1))
 
-        hidden (B, d): its input; past_keys / past_values (B, H, P, dh) of the
-        P positions before it (or None); position_tables[part] (n, H, dh):
-        W_part R_part for the distances 0..n-1; distances[part] (B, K): the new
-        query's distance to each of the K = P + 1 keys. Returns the output
-        (B, d) and the keys and values (B, H, K, dh) with the new position.
-        No rel-shift (the query is the last). AC (B, H, K) is the query's dot
-        product with the cached keys; BD (B, H, K) = sum over parts of the
-        query's dot product with every table row (B, H, n), picked at each
-        key's distance: O(K d + n d) for the new token.
+    def step(self, query: Tensor, keys: Tensor, values: Tensor, position_table: Tensor, position_index: Tensor,
+             content_bias: Tensor, position_bias: Tensor) -> Tensor:
+        """Attention of one new position at the end of the window (incremental
+        decoding): query (B, H, 1, dh); keys / values (B, H, K, dh) of the K
+        positions of the window, the new one last; position_table (H, dh, N):
+        W_part R_part of each part's distances 0..n_part-1, the parts' blocks
+        side by side; position_index (B, P, K): for each of the P parts, the
+        column of the query's distance to each key. Returns the output (B, d).
+        No rel-shift (the query is the last). AC (B, H, 1, K) is the query's
+        dot product with the keys; BD is its dot product with every column
+        (B, H, 1, N), picked at each key's column in each part and summed over
+        the parts: O(K d + N d) for the new token.
         """
-        batch = hidden.size(0)
-        q, k, v = self.qkv(hidden).chunk(3, dim=-1)
-        q = q.view(batch, self.num_heads, self.head_dim)
-        k, v = (t.view(batch, self.num_heads, 1, self.head_dim) for t in (k, v))
-        keys = k if past_keys is None else torch.cat([past_keys, k], dim=2)
-        values = v if past_values is None else torch.cat([past_values, v], dim=2)
-        scores = torch.einsum("bhd,bhkd->bhk", q + content_bias, keys)  # AC (B, H, K)
-        q_position = q + position_bias
-        for part, distance in distances.items():
-            by_distance = torch.einsum("bhd,nhd->bhn", q_position, position_tables[part])  # (B, H, n)
-            scores = scores + by_distance.gather(2, distance[:, None].expand(-1, self.num_heads, -1))  # BD part
-        probs = torch.softmax((scores * self.scale).float(), dim=-1).type_as(values)
-        attended = torch.einsum("bhk,bhkd->bhd", probs, values).reshape(batch, self.num_heads * self.head_dim)
-        return self.out_proj(attended), keys, values
+        batch, parts, num_keys = position_index.shape
+        scores = torch.matmul(query + content_bias[:, None], keys.transpose(2, 3))  # AC (B, H, 1, K)
+        by_column = torch.matmul(query + position_bias[:, None], position_table)  # (B, H, 1, N)
+        index = position_index.view(batch, 1, 1, parts * num_keys).expand(-1, self.num_heads, -1, -1)
+        bd = by_column.gather(3, index).view(batch, self.num_heads, 1, parts, num_keys).sum(dim=3)  # BD
+        probs = torch.softmax(((scores + bd) * self.scale).float(), dim=-1).type_as(values)
+        attended = torch.matmul(probs, values)  # (B, H, 1, dh)
+        return self.out_proj(attended.reshape(batch, self.num_heads * self.head_dim))
 
     def forward(self, hidden: Tensor, memory: Optional[Tensor], distances: SegmentDistances,
                 content_bias: Tensor, position_bias: Tensor, mask: Tensor,

@@ -20,14 +20,15 @@ def sinusoid(distance: float, dim: int):
     )
 
 
-def make_decoder(sentence, paragraph, pre_norm=False, mem_len=5, clamp_len=-1, origin="query"):
+def make_decoder(sentence, paragraph, pre_norm=False, mem_len=5, clamp_len=-1, origin="query", same_length=False):
     dictionary = Dictionary()
     for i in range(30):
         dictionary.add_symbol(f"w{i}")
     cfg = SegatronXLConfig(decoder_layers=2, decoder_embed_dim=30, decoder_attention_heads=3, decoder_head_dim=8,
                            decoder_ffn_embed_dim=40, dropout=0.0, attention_dropout=0.0, mem_len=mem_len,
                            clamp_len=clamp_len, pre_norm=pre_norm, no_sentence_part=not sentence,
-                           no_paragraph_part=not paragraph, segment_distance_origin=origin, init_std=0.3)
+                           no_paragraph_part=not paragraph, segment_distance_origin=origin, init_std=0.3,
+                           same_length=same_length)
     torch.manual_seed(0)
     decoder = SegatronXLDecoder(cfg, dictionary, nn.Embedding(len(dictionary), 30, padding_idx=dictionary.pad()))
     return decoder.double().eval()
@@ -73,8 +74,10 @@ def reference_scores(attention, window, seq_len, positions, flags, u, v, part_di
                 segment_from, segment_to = positions[j + keys - 1 - qi], positions[keys - 1]
             for part in ("sentence", "paragraph"):
                 if part in part_dims:
-                    parts.append(sinusoid(boundaries_between(flags[part], segment_from, segment_to),
-                                          part_dims[part]))
+                    distance = boundaries_between(flags[part], segment_from, segment_to)
+                    if origin == "window_end" and clamp_len > 0:  # theirs clamps all three parts
+                        distance = min(distance, clamp_len)
+                    parts.append(sinusoid(distance, part_dims[part]))
             r = (w_r @ torch.cat(parts)).view(heads, head_dim)
             scores[:, i, j] = ((q + u) * k).sum(-1) + ((q + v) * r).sum(-1)
     return scores
@@ -82,7 +85,7 @@ def reference_scores(attention, window, seq_len, positions, flags, u, v, part_di
 
 @pytest.mark.parametrize("sentence,paragraph", [(True, True), (True, False), (False, True), (False, False)])
 @pytest.mark.parametrize("pre_norm,clamp_len,origin", [(False, -1, "query"), (True, 4, "query"),
-                                                      (False, -1, "window_end")])
+                                                      (False, -1, "window_end"), (False, 2, "window_end")])
 def test_scores_match_pair_by_pair_reference(sentence, paragraph, pre_norm, clamp_len, origin):
     decoder = make_decoder(sentence, paragraph, pre_norm=pre_norm, clamp_len=clamp_len, mem_len=5, origin=origin)
     tokens, sentence_flags, paragraph_flags = make_stream(3 * SEQ)
@@ -115,6 +118,36 @@ def test_scores_match_pair_by_pair_reference(sentence, paragraph, pre_norm, clam
             assert visible.sum() == 3 * sum(5 + i + 1 for i in range(SEQ))
             assert torch.equal(visible[0], ~mask)
             torch.testing.assert_close(scores[b][visible], expected[visible], rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("sentence,paragraph", [(True, True), (False, False)])
+def test_same_length_shows_each_query_its_last_mem_len_positions(sentence, paragraph):
+    """same_length: query i sees key j iff 0 <= i - j < mem_len (stream positions), with memory; and decoding
+    step by step within that window gives the full forward's features, to 1e-5."""
+    decoder = make_decoder(sentence, paragraph, mem_len=4, same_length=True)
+    tokens, sentence_flags, paragraph_flags = make_stream(3 * SEQ)
+    with torch.no_grad():
+        decoder.extract_features(tokens[:, :SEQ], sentence_flags[:, :SEQ], paragraph_flags[:, :SEQ])
+        _, extra = decoder(tokens[:, SEQ:2 * SEQ], sentence_flags[:, SEQ:2 * SEQ], paragraph_flags[:, SEQ:2 * SEQ],
+                           features_only=True, need_attn=True)
+    # keys: memory (stream positions SEQ-4 .. SEQ-1), then the segment (SEQ .. 2*SEQ-1)
+    hidden = torch.tensor([[not 0 <= (SEQ + i) - (SEQ - 4 + j) < 4 for j in range(4 + SEQ)] for i in range(SEQ)])
+    assert torch.equal(decoder._attention_mask(SEQ, 4 + SEQ, torch.device("cpu")), hidden)
+    for weights in extra["attn_layers"]:  # (B, H, T, 4 + T)
+        assert torch.all(weights[:, :, hidden] == 0)
+        torch.testing.assert_close(weights.sum(-1), torch.ones_like(weights.sum(-1)))
+    decoder.reset_memory()
+    with torch.no_grad():
+        full = decoder.extract_features(tokens[:, :2 * SEQ], sentence_flags[:, :2 * SEQ],
+                                        paragraph_flags[:, :2 * SEQ])
+        decoder.reset_memory()
+        cache = decoder.start_decoding(BATCH, tokens.device)
+        for t in range(2 * SEQ):
+            cache.keep_last(decoder.decoding_window(SEQ) - 1)
+            stepped = decoder.decode_step(tokens[:, t], {"sentence": sentence_flags[:, t],
+                                                         "paragraph": paragraph_flags[:, t]}, cache)
+            torch.testing.assert_close(stepped, full[:, t], rtol=0, atol=1e-5)
+    assert decoder.decoding_window(SEQ) == 4
 
 
 @pytest.mark.parametrize("origin,causal", [("query", True), ("window_end", False)])

@@ -12,7 +12,7 @@ start of every pass. It is not saved in checkpoints.
 import functools
 import logging
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Dict, List, Optional, Tuple
 
 import torch
@@ -21,6 +21,7 @@ from fairseq import utils
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from fairseq.models import FairseqIncrementalDecoder, FairseqLanguageModel, register_model
 from fairseq.modules import AdaptiveInput, AdaptiveSoftmax
+from omegaconf import DictConfig, open_dict
 from torch import Tensor, nn
 
 from segatron_fairseq.generation import GenerationSetup
@@ -56,8 +57,13 @@ class SegatronXLConfig(FairseqDataclass):
     mem_len: int = field(default=_BASE["mem_len"], metadata={"help": "segments of memory kept, in tokens"})
     clamp_len: int = field(default=_BASE["clamp_len"],
                            metadata={"help": "clamp token distances to this (-1: no clamp)"})
-    share_position_biases: bool = field(
-        default=False, metadata={"help": "one u, v pair for all layers (default: one per layer)"}
+    per_layer_position_biases: bool = field(
+        default=False, metadata={"help": "one u, v pair per layer (default: one pair shared by all layers, as in "
+                                         "Transformer-XL's and the authors' code)"}
+    )
+    same_length: bool = field(
+        default=False, metadata={"help": "every query attends to the same number of keys, its last mem_len "
+                                         "positions (Transformer-XL's same_length; needs mem_len > 0)"}
     )
     no_sentence_part: bool = field(default=False, metadata={"help": "drop the sentence part of R"})
     no_paragraph_part: bool = field(default=False, metadata={"help": "drop the paragraph part of R"})
@@ -162,7 +168,7 @@ class SegatronXLDecoder(FairseqIncrementalDecoder):
                             self.part_dims, cfg.dropout, cfg.attention_dropout, cfg.pre_norm)
             for _ in range(cfg.decoder_layers)
         )
-        bias_sets = 1 if cfg.share_position_biases else cfg.decoder_layers
+        bias_sets = cfg.decoder_layers if cfg.per_layer_position_biases else 1
         self.content_bias = nn.Parameter(torch.zeros(bias_sets, cfg.decoder_attention_heads, cfg.decoder_head_dim))
         self.position_bias = nn.Parameter(torch.zeros(bias_sets, cfg.decoder_attention_heads, cfg.decoder_head_dim))
         self.final_norm = nn.LayerNorm(d) if cfg.pre_norm else None
@@ -298,18 +304,42 @@ class SegatronXLDecoder(FairseqIncrementalDecoder):
             origin=self.cfg.segment_distance_origin,
         )
         distances.map_tables(self.dropout)
-        mask = torch.ones(seq_len, keys, dtype=torch.bool, device=x.device).triu_(diagonal=mem_len + 1)
+        mask = self._attention_mask(seq_len, keys, x.device)
 
         inputs, weights = [], []
         for i, layer in enumerate(self.layers):
             inputs.append(x)
-            bias = 0 if self.cfg.share_position_biases else i
+            bias = i if self.cfg.per_layer_position_biases else 0
             x, layer_weights = layer(x, None if memory is None else memory.hidden[i], distances,
                                      self.content_bias[bias], self.position_bias[bias], mask, need_attn)
             weights.append(layer_weights)
         if self.final_norm is not None:
             x = self.final_norm(x)
         return x, inputs, counters, weights
+
+    def _attention_mask(self, seq_len: int, num_keys: int, device: torch.device) -> Tensor:
+        """(T, K) True where key j is hidden from query i (keys: the M = K - T
+        memory positions, then the segment): the keys after the query, and
+        with ``same_length`` also those mem_len or more positions back, so that
+        every query sees its last mem_len positions (itself included)::
+
+            T = 3, K = 5, mem_len = 2     causal     same_length
+                                          . . . x x   x . . x x
+                                          . . . . x   x x . . x
+                                          . . . . .   x x x . .
+        """
+        query = torch.arange(seq_len, device=device)[:, None] + (num_keys - seq_len)
+        key = torch.arange(num_keys, device=device)[None, :]
+        mask = key > query
+        if self.cfg.same_length:
+            mask |= key <= query - self.cfg.mem_len
+        return mask
+
+    def decoding_window(self, tgt_len: int) -> int:
+        """The most keys a query sees when decoding a model trained on
+        segments of ``tgt_len``: the memory and a segment, or mem_len with
+        ``same_length``."""
+        return self.cfg.mem_len if self.cfg.same_length else self.cfg.mem_len + tgt_len
 
     # ---- incremental decoding ----------------------------------------------------------------------
 
@@ -397,7 +427,7 @@ class SegatronXLDecoder(FairseqIncrementalDecoder):
                                          x.device)
         position_index = self._position_index(distances, cache)
         for i, layer in enumerate(self.layers):
-            bias = 0 if self.cfg.share_position_biases else i
+            bias = i if self.cfg.per_layer_position_biases else 0
             table = self._position_table(i, cache, x.dtype, x.device)
             x = layer.step(x, functools.partial(cache.append, i), table, position_index, self.content_bias[bias],
                            self.position_bias[bias])
@@ -472,10 +502,24 @@ class SegatronXLDecoder(FairseqIncrementalDecoder):
     def upgrade_state_dict_named(self, state_dict, name):
         """Checkpoints of 0.1.0 kept each layer's attention LayerNorm inside the
         attention (``layers.N.attention.layer_norm``); the layer owns it now
-        (``layers.N.attention_norm``)."""
-        prefix = f"{name}.layers." if name else "layers."
-        for key in [k for k in state_dict if k.startswith(prefix) and ".attention.layer_norm." in k]:
+        (``layers.N.attention_norm``). Their default was one u, v pair per layer
+        (``content_bias`` / ``position_bias`` of L rows); the default is now one
+        shared pair, so such a checkpoint turns ``per_layer_position_biases`` on."""
+        prefix = f"{name}." if name else ""
+        for key in [k for k in state_dict if k.startswith(prefix + "layers.") and ".attention.layer_norm." in k]:
             state_dict[key.replace(".attention.layer_norm.", ".attention_norm.")] = state_dict.pop(key)
+        saved = state_dict.get(prefix + "content_bias")
+        if saved is not None and saved.size(0) != self.content_bias.size(0):
+            if saved.size(0) != len(self.layers):
+                raise ValueError(f"{prefix}content_bias has {saved.size(0)} rows: neither one pair nor one per "
+                                 f"layer ({len(self.layers)})")
+            if isinstance(self.cfg, DictConfig):
+                with open_dict(self.cfg):
+                    self.cfg.per_layer_position_biases = True
+            else:
+                self.cfg.per_layer_position_biases = True
+            self.content_bias = nn.Parameter(self.content_bias.new_zeros(saved.shape))
+            self.position_bias = nn.Parameter(self.position_bias.new_zeros(saved.shape))
         return state_dict
 
 
@@ -485,6 +529,8 @@ class SegatronXLModel(FairseqLanguageModel):
 
     @classmethod
     def build_model(cls, cfg: SegatronXLConfig, task):
+        if cfg.same_length and cfg.mem_len <= 0:
+            raise ValueError("--same-length needs a memory: every query sees its last --mem-len positions")
         dictionary = task.target_dictionary
         d = cfg.decoder_embed_dim
         if cfg.adaptive_input:
@@ -525,13 +571,17 @@ class SegatronXLModel(FairseqLanguageModel):
 
 def _apply(cfg, model: str, preset: str) -> None:
     """``preset``'s fields where the user gave none; Transformer-XL always
-    without segment parts."""
+    without segment parts; every other field the config's default (a
+    checkpoint saved with ``--arch`` by an older version lacks the newer
+    fields)."""
     if model == "transformer_xl":
         for name, value in SEGMENT_PARTS[model].items():
             setattr(cfg, name, value)
     else:
         set_defaults(cfg, **SEGMENT_PARTS[model])
     set_defaults(cfg, **MODEL_PRESETS[preset])
+    set_defaults(cfg, **{f.name: getattr(SegatronXLConfig, f.name) for f in fields(SegatronXLConfig)
+                         if f.name != "_name"})
 
 
 for _arch, _model, _preset in (("segatron_xl_wt103_base", "segatron_xl", "wt103_base"),

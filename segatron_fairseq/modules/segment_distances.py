@@ -141,7 +141,7 @@ class SegmentDistances:
             self.mode = TOKEN_ONLY
         elif origin == "window_end":
             self.mode = WINDOW_END
-            self.position_table = self._window_end_table(key_counters, {p: part_dims[p] for p in parts})
+            self.position_table = self._window_end_table(key_counters, {p: part_dims[p] for p in parts}, clamp_len)
         else:
             self.mode = RUN_GRID
             self._run_grid(query_counters, key_counters, {p: part_dims[p] for p in parts})
@@ -153,13 +153,18 @@ class SegmentDistances:
         """(K, d_token): row r for token distance K-1-r."""
         return self._sinusoids(token_distances(num_keys, clamp_len, self.device), dim)
 
-    def _window_end_table(self, key_counters: Dict[str, Tensor], part_dims: Dict[str, int]) -> Tensor:
-        """(B, K, d): the token rows, then each part for c_{K-1} - c_r."""
+    def _window_end_table(self, key_counters: Dict[str, Tensor], part_dims: Dict[str, int],
+                          clamp_len: int) -> Tensor:
+        """(B, K, d): the token rows, then each part for c_{K-1} - c_r; like the
+        token distances, these are clamped to ``clamp_len`` when > 0 (as the
+        authors' code clamps all three)."""
         batch = next(iter(key_counters.values())).size(0)
         tables = [self.position_table.expand(batch, -1, -1)]
         for part, dim in part_dims.items():
             counter = key_counters[part]  # (B, K)
             distance = counter[:, -1:] - counter
+            if clamp_len > 0:
+                distance = distance.clamp(max=clamp_len)
             tables.append(self._sinusoids(distance.flatten(), dim).view(*distance.shape, -1))
         return torch.cat(tables, dim=-1)
 

@@ -146,12 +146,12 @@ class SegatronLMTask(SingleDictionaryTask):
 
     def build_generator(self, models, args, seq_gen_cls=None, extra_gen_cls_kwargs=None,
                         prefix_allowed_tokens_fn=None):
-        """fairseq's generator, with each model's decoder given the window (its
-        memory + ``--tgt-len``) and a ``GenerationIndexer`` per row."""
+        """fairseq's generator, with each model's decoder given its window
+        (``decoding_window``) and a ``GenerationIndexer`` per row."""
         for model in models:
             segment_parts = model.decoder.part_dims.keys() & {"sentence", "paragraph"}
             new_indexer = functools.partial(GenerationIndexer, self.text_encoder) if segment_parts else None
-            model.prepare_generation(GenerationSetup(model.decoder.cfg.mem_len + self.cfg.tgt_len, new_indexer))
+            model.prepare_generation(GenerationSetup(model.decoder.decoding_window(self.cfg.tgt_len), new_indexer))
         return super().build_generator(models, args, seq_gen_cls, extra_gen_cls_kwargs, prefix_allowed_tokens_fn)
 
     def build_bpe(self, args):

@@ -29,6 +29,7 @@ from segatron_fairseq.models.architecture_defaults import register_architecture,
 from segatron_fairseq.models.segatron_xl_presets import MODEL_PRESETS, SEGMENT_PARTS
 from segatron_fairseq.modules import (
     ORIGINS,
+    BiasedAdaptiveSoftmax,
     SegatronXLLayer,
     SegmentDistances,
     distance_sinusoids,
@@ -79,6 +80,10 @@ class SegatronXLConfig(FairseqDataclass):
     )
     adaptive_softmax_dropout: float = field(default=0.0, metadata={"help": "dropout in the softmax tails"})
     adaptive_softmax_factor: float = field(default=1.0, metadata={"help": "div_val of the tails"})
+    adaptive_softmax_bias: bool = field(
+        default=False, metadata={"help": "biases on the adaptive softmax's outputs (head and bands), as in "
+                                         "Transformer-XL's; for imported checkpoints; not with --tie-adaptive-weights"}
+    )
     adaptive_input: bool = field(default=False, metadata={"help": "adaptive input embeddings"})
     tie_adaptive_weights: bool = field(default=False, metadata={"help": "tie adaptive input and softmax"})
     tie_adaptive_proj: bool = field(default=False, metadata={"help": "tie their projections too"})
@@ -174,13 +179,18 @@ class SegatronXLDecoder(FairseqIncrementalDecoder):
         self.final_norm = nn.LayerNorm(d) if cfg.pre_norm else None
         self.adaptive_softmax = None
         if cfg.adaptive_softmax_cutoff:
-            self.adaptive_softmax = AdaptiveSoftmax(
-                len(dictionary), d, utils.eval_str_list(cfg.adaptive_softmax_cutoff, type=int),
-                cfg.adaptive_softmax_dropout,
-                factor=cfg.adaptive_softmax_factor,
-                adaptive_inputs=embed_tokens if cfg.tie_adaptive_weights else None,
-                tie_proj=cfg.tie_adaptive_proj,
-            )
+            cutoff = utils.eval_str_list(cfg.adaptive_softmax_cutoff, type=int)
+            if cfg.adaptive_softmax_bias:
+                if cfg.tie_adaptive_weights:
+                    raise ValueError("--adaptive-softmax-bias cannot be combined with --tie-adaptive-weights")
+                self.adaptive_softmax = BiasedAdaptiveSoftmax(len(dictionary), d, cutoff, cfg.adaptive_softmax_dropout,
+                                                              factor=cfg.adaptive_softmax_factor)
+            else:
+                self.adaptive_softmax = AdaptiveSoftmax(
+                    len(dictionary), d, cutoff, cfg.adaptive_softmax_dropout, factor=cfg.adaptive_softmax_factor,
+                    adaptive_inputs=embed_tokens if cfg.tie_adaptive_weights else None,
+                    tie_proj=cfg.tie_adaptive_proj,
+                )
         self._memory: Dict[bool, _Memory] = {}
         self.generation: Optional[GenerationSetup] = None  # set for fairseq's SequenceGenerator
         self._init_weights()

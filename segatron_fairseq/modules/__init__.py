@@ -1,3 +1,4 @@
+from .biased_adaptive_softmax import BiasedAdaptiveSoftmax
 from .cross_sequence_layer import CrossSequenceLayer
 from .segment_distances import (
     ORIGINS,
@@ -11,6 +12,7 @@ from .segment_relative_attention import SegmentRelativeMultiheadAttention, rel_s
 from .segatron_xl_layer import SegatronXLLayer
 
 __all__ = [
+    "BiasedAdaptiveSoftmax",
     "CrossSequenceLayer",
     "ORIGINS",
     "SegmentDistances",

@@ -38,6 +38,7 @@ setup(
             "segatron-loss-by-boundary = segatron_fairseq.cli.loss_by_boundary:cli_main",
             "segatron-plot = segatron_fairseq.cli.plot:cli_main",
             "cross-thought-rank = segatron_fairseq.cli.cross_thought_rank:cli_main",
+            "segatron-import = segatron_fairseq.cli.segatron_import:cli_main",
         ],
     },
 )

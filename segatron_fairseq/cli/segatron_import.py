@@ -1,0 +1,54 @@
+"""``segatron-import``: checkpoints of other code as fairseq checkpoints of this plugin.
+
+    segatron-import authors-segatron-xl --state model_state.pt --config config.json --vocab vocab.txt --out DIR
+
+writes DIR/dict.txt and DIR/checkpoint.pt. Binarize text with ``segatron-preprocess --srcdict DIR/dict.txt``
+and evaluate with ``fairseq-eval-lm DATA --path DIR/checkpoint.pt --task segatron_lm``.
+"""
+import argparse
+import json
+import sys
+
+
+def _authors_segatron_xl(args) -> str:
+    import torch
+
+    from segatron_fairseq.importers import authors_segatron_xl
+    from segatron_fairseq.importers.fairseq_checkpoint import write_checkpoint
+    from segatron_fairseq.importers.vocabulary import map_vocabulary, read_words
+
+    with open(args.config) as f:
+        config = json.load(f)
+    state = torch.load(args.state, map_location="cpu", weights_only=False)
+    if not isinstance(state, dict):
+        state = state.state_dict()  # a whole pickled model
+    words = read_words(args.vocab)
+    if len(words) != config["n_token"]:
+        raise ValueError(f"{args.vocab} has {len(words)} words; {args.config} says n_token {config['n_token']}")
+    vocabulary = map_vocabulary(words, list(config["cutoffs"]), args.vocab)
+    arguments, converted = authors_segatron_xl.convert(state, config, vocabulary, args.state)
+    return write_checkpoint(args.out, vocabulary.dictionary, "segatron_lm", arguments, converted)
+
+
+def cli_main(argv=None) -> None:
+    parser = argparse.ArgumentParser(prog="segatron-import", description=__doc__.splitlines()[0],
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    formats = parser.add_subparsers(dest="format", required=True)
+    authors = formats.add_parser("authors-segatron-xl", help="the Segatron authors' Segatron-XL / Transformer-XL "
+                                 "(their Transformer-XL fork): a state dict, its constructor arguments, its vocabulary")
+    authors.add_argument("--state", required=True, help="their state dict (or pickled model), torch.save format")
+    authors.add_argument("--config", required=True, help="JSON of the model's constructor arguments "
+                         "(n_token, n_layer, n_head, d_model, d_head, d_inner, cutoffs, div_val, mem_len, ...)")
+    authors.add_argument("--vocab", required=True, help="their vocabulary, one word a line in id order")
+    authors.add_argument("--out", required=True, help="output directory (dict.txt, checkpoint.pt)")
+    authors.set_defaults(run=_authors_segatron_xl)
+    args = parser.parse_args(argv)
+    try:
+        path = args.run(args)
+    except (OSError, ValueError, KeyError, NotImplementedError) as err:
+        sys.exit(f"segatron-import: error: {err}")
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    cli_main()

@@ -1,0 +1,73 @@
+"""The Segatron authors' Transformer-XL fork (``SegaMemTransformerLM``, and
+``MemTransformerLM`` without segment parts) as a ``segatron_xl`` checkpoint.
+
+Their state dict -> ours (N: layer):
+    word_emb.emb_layers.0.weight         decoder.embed_tokens.weight (rows in fairseq's order)
+    r_w_bias / r_r_bias (H, dh)          decoder.content_bias / position_bias (1, H, dh): one pair
+    layers.N.dec_attn.qkv_net            decoder.layers.N.attention.qkv        (q, k, v stacked)
+    layers.N.dec_attn.r_net              decoder.layers.N.attention.r_proj     (R = [token, sentence, paragraph])
+    layers.N.dec_attn.o_net              decoder.layers.N.attention.out_proj
+    layers.N.dec_attn.layer_norm         decoder.layers.N.attention_norm
+    layers.N.pos_ff.CoreNet.0 / .3       decoder.layers.N.ffn.0 / .3
+    layers.N.pos_ff.layer_norm           decoder.layers.N.ffn_norm
+    crit.*                               decoder.adaptive_softmax.* (``adaptive_softmax.py``)
+The model runs with their distances (``--segment-distance-origin window_end``).
+Their output layer is tied to the input embedding; here the two are copies.
+"""
+from typing import Dict, List, Tuple
+
+import torch
+from torch import Tensor
+
+from .adaptive_softmax import adaptive_softmax_state
+from .vocabulary import MappedVocabulary
+
+_LAYER_KEYS = {"dec_attn.qkv_net.weight": "attention.qkv.weight", "dec_attn.r_net.weight": "attention.r_proj.weight",
+               "dec_attn.o_net.weight": "attention.out_proj.weight",
+               "dec_attn.layer_norm.weight": "attention_norm.weight", "dec_attn.layer_norm.bias": "attention_norm.bias",
+               "pos_ff.CoreNet.0.weight": "ffn.0.weight", "pos_ff.CoreNet.0.bias": "ffn.0.bias",
+               "pos_ff.CoreNet.3.weight": "ffn.3.weight", "pos_ff.CoreNet.3.bias": "ffn.3.bias",
+               "pos_ff.layer_norm.weight": "ffn_norm.weight", "pos_ff.layer_norm.bias": "ffn_norm.bias"}
+
+
+def _check(config: Dict, source: str) -> None:
+    unsupported = {"attn_type": 0, "div_val": 1}
+    for key, value in unsupported.items():
+        if config.get(key, value) != value:
+            raise NotImplementedError(f"{source}: {key} = {config[key]} is not supported yet (only {value})")
+    if config.get("d_embed", config["d_model"]) != config["d_model"]:
+        raise NotImplementedError(f"{source}: d_embed {config['d_embed']} != d_model {config['d_model']}")
+
+
+def convert(state: Dict[str, Tensor], config: Dict, vocabulary: MappedVocabulary,
+            source: str) -> Tuple[List[str], Dict[str, Tensor]]:
+    """``state``: their state dict; ``config``: their model's constructor
+    arguments (n_layer, n_head, d_model, ...). Returns the fairseq-train
+    arguments of the model and its state dict."""
+    _check(config, source)
+    segment_parts = "s_pos_emb.inv_freq" in state
+    arguments = ["--arch", "segatron_xl", "--decoder-layers", config["n_layer"], "--decoder-embed-dim",
+                 config["d_model"], "--decoder-attention-heads", config["n_head"], "--decoder-head-dim",
+                 config["d_head"], "--decoder-ffn-embed-dim", config["d_inner"], "--dropout", config["dropout"],
+                 "--attention-dropout", config["dropatt"], "--mem-len", config["mem_len"], "--clamp-len",
+                 config["clamp_len"], "--tgt-len", config["tgt_len"], "--segment-distance-origin", "window_end",
+                 "--adaptive-softmax-cutoff", ",".join(map(str, vocabulary.cutoffs)), "--adaptive-softmax-bias",
+                 "--adaptive-softmax-factor", config["div_val"]]
+    arguments += ["--pre-norm"] if config.get("pre_lnorm") else []
+    arguments += ["--same-length"] if config.get("same_length") else []
+    arguments += [] if segment_parts else ["--no-sentence-part", "--no-paragraph-part"]
+    missing = [k for k in ("r_w_bias", "r_r_bias", "word_emb.emb_layers.0.weight") if k not in state]
+    if missing:
+        raise ValueError(f"{source}: not a Transformer-XL state dict with shared u, v (missing {', '.join(missing)})")
+    embedding = state["word_emb.emb_layers.0.weight"]
+    embed = embedding.new_zeros(len(vocabulary.dictionary), embedding.size(1))
+    embed[vocabulary.index] = embedding
+    converted = {"decoder.embed_tokens.weight": embed, "decoder.content_bias": state["r_w_bias"][None],
+                 "decoder.position_bias": state["r_r_bias"][None]}
+    for layer in range(config["n_layer"]):
+        for theirs, ours in _LAYER_KEYS.items():
+            converted[f"decoder.layers.{layer}.{ours}"] = state[f"layers.{layer}.{theirs}"]
+    crit = {key[len("crit."):]: value for key, value in state.items() if key.startswith("crit.")}
+    converted.update(adaptive_softmax_state(crit, vocabulary, config["div_val"]))
+    return [str(a) for a in arguments], {key: value.float() if value.is_floating_point() else value
+                                         for key, value in converted.items()}

@@ -1,0 +1,83 @@
+"""segatron-import against the outputs of the code that wrote each format (../shared/fixtures/authors)."""
+import json
+import pathlib
+
+import pytest
+import torch
+
+from conftest import PLUGIN_DIR, ROOT, run_cli
+
+AUTHORS = ROOT.parent / "shared" / "fixtures" / "authors"
+SEGATRON_XL = AUTHORS / "segatron_xl"
+needs_authors_fixture = pytest.mark.skipif(not SEGATRON_XL.is_dir(), reason="../shared/fixtures/authors is absent")
+
+
+def in_their_output_order(nll, their_target, cutoffs):
+    """Their adaptive softmax writes each band's NLL after the previous band's (time-major flat order within a
+    band), not at the token's place: reorder ours (T, B) the same way."""
+    band = torch.bucketize(their_target.reshape(-1), torch.tensor(cutoffs), right=True)
+    order = torch.cat([(band == k).nonzero()[:, 0] for k in range(len(cutoffs) + 1)])
+    return nll.reshape(-1)[order].view_as(nll)
+
+
+@needs_authors_fixture
+def test_authors_segatron_xl_reproduces_their_nll_segment_by_segment(tmp_path):
+    from fairseq import checkpoint_utils
+
+    from segatron_fairseq.importers.vocabulary import map_vocabulary, read_words
+
+    out = run_cli("segatron-import", "authors-segatron-xl", "--state", SEGATRON_XL / "model_state.pt", "--config",
+                  SEGATRON_XL / "config.json", "--vocab", SEGATRON_XL / "vocab.txt", "--out", tmp_path / "imported")
+    assert "checkpoint.pt" in out
+    models, _, task = checkpoint_utils.load_model_ensemble_and_task([str(tmp_path / "imported" / "checkpoint.pt")])
+    model = models[0].eval()
+    decoder_cfg = model.decoder.cfg
+    assert decoder_cfg.segment_distance_origin == "window_end" and not decoder_cfg.per_layer_position_biases
+    assert len(task.dictionary) == 303 and task.dictionary[2] == "</s>" and task.dictionary[4] == "w1"
+    config = json.loads((SEGATRON_XL / "config.json").read_text())
+    index = map_vocabulary(read_words(str(SEGATRON_XL / "vocab.txt")), config["cutoffs"], "vocab").index
+    inputs = torch.load(SEGATRON_XL / "inputs.pt", weights_only=False)
+    expected = torch.load(SEGATRON_XL / "expected.pt", weights_only=False)["nll"]
+    model.reset_memory()
+    with torch.no_grad():
+        for segment, their_nll in zip(inputs, expected):  # (T, B) each; the memory carries over
+            output = model(index[segment["data"].t()], sentence_starts=segment["sentence_starts"].t(),
+                           paragraph_starts=segment["paragraph_starts"].t())
+            log_probs = model.get_normalized_probs(output, log_probs=True)
+            nll = -log_probs.gather(-1, index[segment["target"].t()][..., None])[..., 0].t()
+            torch.testing.assert_close(in_their_output_order(nll, segment["target"], config["cutoffs"]),
+                                       their_nll, rtol=0, atol=1e-5)
+
+
+@needs_authors_fixture
+def test_authors_segatron_xl_checkpoint_runs_with_fairseq_eval_lm(tmp_path):
+    run_cli("segatron-import", "authors-segatron-xl", "--state", SEGATRON_XL / "model_state.pt", "--config",
+            SEGATRON_XL / "config.json", "--vocab", SEGATRON_XL / "vocab.txt", "--out", tmp_path / "imported")
+    words = [w.strip() for w in (SEGATRON_XL / "vocab.txt").read_text().splitlines()][1:]
+    text = "\n".join(" ".join(words[i:i + 9]) + " . " + " ".join(words[i + 9:i + 15]) + " ." for i in range(0, 90, 15))
+    (tmp_path / "test.txt").write_text(text + "\n")
+    run_cli("segatron-preprocess", "--input-format", "lines", "--trainpref", tmp_path / "test.txt", "--testpref",
+            tmp_path / "test.txt", "--srcdict", tmp_path / "imported" / "dict.txt", "--destdir", tmp_path / "bin")
+    out = run_cli("fairseq-eval-lm", tmp_path / "bin", "--user-dir", PLUGIN_DIR, "--task", "segatron_lm", "--path",
+                  tmp_path / "imported" / "checkpoint.pt", "--gen-subset", "test", "--batch-size", 1, "--tgt-len", 12,
+                  "--cpu")
+    assert "Evaluated" in out and "Perplexity" in out
+
+
+@needs_authors_fixture
+def test_import_errors_name_the_file(tmp_path):
+    config = json.loads((SEGATRON_XL / "config.json").read_text())
+    for change, message in ((dict(n_token=301), "has 300 words"), (dict(div_val=4), "div_val = 4 is not supported"),
+                            (dict(attn_type=2), "attn_type = 2 is not supported")):
+        path = tmp_path / "config.json"
+        path.write_text(json.dumps({**config, **change}))
+        out = run_cli("segatron-import", "authors-segatron-xl", "--state", SEGATRON_XL / "model_state.pt",
+                      "--config", path, "--vocab", SEGATRON_XL / "vocab.txt", "--out", tmp_path / "x", expect_ok=False)
+        assert "segatron-import: error" in out and message in out, out[-500:]
+    words = (SEGATRON_XL / "vocab.txt").read_text().splitlines()
+    (tmp_path / "vocab.txt").write_text("\n".join(words[:150] + ["<unk>"] + words[151:]) + "\n")
+    out = run_cli("segatron-import", "authors-segatron-xl", "--state", SEGATRON_XL / "model_state.pt", "--config",
+                  SEGATRON_XL / "config.json", "--vocab", tmp_path / "vocab.txt", "--out", tmp_path / "x",
+                  expect_ok=False)
+    assert "vocab.txt: <unk> is word 150, outside the head band" in out
+    assert not pathlib.Path(tmp_path / "x" / "checkpoint.pt").exists()

@@ -67,7 +67,7 @@ def test_authors_segatron_xl_checkpoint_runs_with_fairseq_eval_lm(tmp_path):
 @needs_authors_fixture
 def test_import_errors_name_the_file(tmp_path):
     config = json.loads((SEGATRON_XL / "config.json").read_text())
-    for change, message in ((dict(n_token=301), "has 300 words"), (dict(div_val=4), "div_val = 4 is not supported"),
+    for change, message in ((dict(n_token=301), "has 300 words"), (dict(div_val=4), "div_val 4 (missing word_emb.emb_layers.1.weight"),
                             (dict(attn_type=2), "attn_type = 2 is not supported")):
         path = tmp_path / "config.json"
         path.write_text(json.dumps({**config, **change}))
@@ -81,3 +81,65 @@ def test_import_errors_name_the_file(tmp_path):
                   expect_ok=False)
     assert "vocab.txt: <unk> is word 150, outside the head band" in out
     assert not pathlib.Path(tmp_path / "x" / "checkpoint.pt").exists()
+
+
+def _their_log_probs(state, hidden, cutoffs, n_token):
+    """Their ProjectedAdaptiveLogSoftmax (div_val > 1) for one vector, word by word: (n_token,)."""
+    ends = [0] + cutoffs + [n_token]
+
+    def logits(band, extra_weight=None, extra_bias=None):
+        weight, bias = state[f"crit.out_layers.{band}.weight"], state[f"crit.out_layers.{band}.bias"]
+        if extra_weight is not None:
+            weight, bias = torch.cat([weight, extra_weight]), torch.cat([bias, extra_bias])
+        projected = hidden @ state[f"crit.out_projs.{band}"]
+        return torch.stack([weight[k] @ projected + bias[k] for k in range(weight.size(0))])
+
+    head = torch.log_softmax(logits(0, state["crit.cluster_weight"], state["crit.cluster_bias"]), 0)
+    result = []
+    for word in range(n_token):
+        band = sum(word >= c for c in cutoffs)
+        if band == 0:
+            result.append(head[word])
+        else:  # band i is gated by the head's column -i
+            result.append(head[-band] + torch.log_softmax(logits(band), 0)[word - ends[band]])
+    return torch.stack(result)
+
+
+@needs_authors_fixture
+def test_authors_adaptive_input_and_softmax_with_div_val_2(tmp_path):
+    """A state dict with their key names and div_val 2 (bands of width 48, 24, 12, each with projections), built
+    here: the imported embedding and log-probabilities equal their formulas, word by word, to 1e-5."""
+    from fairseq import checkpoint_utils
+
+    from segatron_fairseq.importers.vocabulary import map_vocabulary, read_words
+
+    config = {**json.loads((SEGATRON_XL / "config.json").read_text()), "div_val": 2}
+    state = {k: v for k, v in torch.load(SEGATRON_XL / "model_state.pt", weights_only=False).items()
+             if not k.startswith(("word_emb.", "crit.out_"))}
+    g = torch.Generator().manual_seed(0)
+    for band, (start, end) in enumerate(((0, 100), (100, 200), (200, 300))):
+        width = 48 // 2 ** band
+        state[f"word_emb.emb_layers.{band}.weight"] = torch.randn(end - start, width, generator=g)
+        state[f"word_emb.emb_projs.{band}"] = torch.randn(48, width, generator=g) * 0.2
+        state[f"crit.out_layers.{band}.weight"] = torch.randn(end - start, width, generator=g) * 0.3
+        state[f"crit.out_layers.{band}.bias"] = torch.randn(end - start, generator=g)
+        state[f"crit.out_projs.{band}"] = torch.randn(48, width, generator=g) * 0.3
+    torch.save(state, tmp_path / "state.pt")
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    run_cli("segatron-import", "authors-segatron-xl", "--state", tmp_path / "state.pt", "--config",
+            tmp_path / "config.json", "--vocab", SEGATRON_XL / "vocab.txt", "--out", tmp_path / "imported")
+    models, _, _ = checkpoint_utils.load_model_ensemble_and_task([str(tmp_path / "imported" / "checkpoint.pt")])
+    decoder = models[0].eval().decoder
+    index = map_vocabulary(read_words(str(SEGATRON_XL / "vocab.txt")), config["cutoffs"], "vocab").index
+    with torch.no_grad():
+        embedded = decoder.embed_tokens(index[None])[0] * decoder.embed_scale  # (300, 48) in their id order
+        for word in (0, 57, 150, 299):
+            band = sum(word >= c for c in config["cutoffs"])
+            row = state[f"word_emb.emb_layers.{band}.weight"][word - [0, 100, 200][band]]
+            expected = state[f"word_emb.emb_projs.{band}"] @ row * 48 ** 0.5
+            torch.testing.assert_close(embedded[word], expected, rtol=0, atol=1e-5)
+        hidden = torch.randn(3, 48, generator=g)
+        ours = decoder.adaptive_softmax.get_log_prob(hidden[None], None)[0][:, index]
+        for row in range(3):
+            torch.testing.assert_close(ours[row], _their_log_probs(state, hidden[row], config["cutoffs"], 300),
+                                       rtol=0, atol=1e-5)

@@ -3,6 +3,7 @@
 
 Their state dict -> ours (N: layer):
     word_emb.emb_layers.0.weight         decoder.embed_tokens.weight (rows in fairseq's order)
+    word_emb.emb_layers.i / emb_projs.i  decoder.embed_tokens.embeddings.i.0 / .1  (div_val > 1: AdaptiveInput)
     r_w_bias / r_r_bias (H, dh)          decoder.content_bias / position_bias (1, H, dh): one pair
     layers.N.dec_attn.qkv_net            decoder.layers.N.attention.qkv        (q, k, v stacked)
     layers.N.dec_attn.r_net              decoder.layers.N.attention.r_proj     (R = [token, sentence, paragraph])
@@ -12,7 +13,8 @@ Their state dict -> ours (N: layer):
     layers.N.pos_ff.layer_norm           decoder.layers.N.ffn_norm
     crit.*                               decoder.adaptive_softmax.* (``adaptive_softmax.py``)
 The model runs with their distances (``--segment-distance-origin window_end``).
-Their output layer is tied to the input embedding; here the two are copies.
+Their output layer (and with tie_projs, its projections) is tied to the input
+embedding; here the two are copies.
 """
 from typing import Dict, List, Tuple
 
@@ -31,12 +33,27 @@ _LAYER_KEYS = {"dec_attn.qkv_net.weight": "attention.qkv.weight", "dec_attn.r_ne
 
 
 def _check(config: Dict, source: str) -> None:
-    unsupported = {"attn_type": 0, "div_val": 1}
-    for key, value in unsupported.items():
-        if config.get(key, value) != value:
-            raise NotImplementedError(f"{source}: {key} = {config[key]} is not supported yet (only {value})")
+    if config.get("attn_type", 0) != 0:
+        raise NotImplementedError(f"{source}: attn_type = {config['attn_type']} is not supported yet (only 0)")
     if config.get("d_embed", config["d_model"]) != config["d_model"]:
         raise NotImplementedError(f"{source}: d_embed {config['d_embed']} != d_model {config['d_model']}")
+
+
+def _embedding_state(state: Dict[str, Tensor], vocabulary: MappedVocabulary, div_val: int) -> Dict[str, Tensor]:
+    """Their ``word_emb`` (an ``AdaptiveEmbedding``) as ``decoder.embed_tokens``:
+    one table with div_val 1; with div_val > 1 fairseq's ``AdaptiveInput``,
+    band i's table (width d / div_val^i) and projection ``emb_projs.i``."""
+    first = state["word_emb.emb_layers.0.weight"]
+    head = first.new_zeros(vocabulary.cutoffs[0] if div_val > 1 else len(vocabulary.dictionary), first.size(1))
+    head[vocabulary.index[:first.size(0)]] = first
+    if div_val == 1:
+        return {"decoder.embed_tokens.weight": head}
+    converted = {"decoder.embed_tokens._float_tensor": torch.zeros(1)}
+    for band in range(len(vocabulary.cutoffs) + 1):
+        table = head if band == 0 else state[f"word_emb.emb_layers.{band}.weight"]
+        converted[f"decoder.embed_tokens.embeddings.{band}.0.weight"] = table
+        converted[f"decoder.embed_tokens.embeddings.{band}.1.weight"] = state[f"word_emb.emb_projs.{band}"]
+    return converted
 
 
 def convert(state: Dict[str, Tensor], config: Dict, vocabulary: MappedVocabulary,
@@ -53,17 +70,22 @@ def convert(state: Dict[str, Tensor], config: Dict, vocabulary: MappedVocabulary
                  config["clamp_len"], "--tgt-len", config["tgt_len"], "--segment-distance-origin", "window_end",
                  "--adaptive-softmax-cutoff", ",".join(map(str, vocabulary.cutoffs)), "--adaptive-softmax-bias",
                  "--adaptive-softmax-factor", config["div_val"]]
+    arguments += ["--adaptive-input"] if config["div_val"] > 1 else []
     arguments += ["--pre-norm"] if config.get("pre_lnorm") else []
     arguments += ["--same-length"] if config.get("same_length") else []
     arguments += [] if segment_parts else ["--no-sentence-part", "--no-paragraph-part"]
-    missing = [k for k in ("r_w_bias", "r_r_bias", "word_emb.emb_layers.0.weight") if k not in state]
+    bands = range(len(vocabulary.cutoffs) + 1) if config["div_val"] > 1 else [0]
+    needed = ["r_w_bias", "r_r_bias", "crit.cluster_weight"] + [
+        f"{kind}.{band}{suffix}" for band in bands
+        for kind, suffix in (("word_emb.emb_layers", ".weight"), ("crit.out_layers", ".weight"))]
+    needed += [f"{kind}.{band}" for band in bands for kind in ("word_emb.emb_projs", "crit.out_projs")
+               if config["div_val"] > 1]
+    missing = [k for k in needed if k not in state]
     if missing:
-        raise ValueError(f"{source}: not a Transformer-XL state dict with shared u, v (missing {', '.join(missing)})")
-    embedding = state["word_emb.emb_layers.0.weight"]
-    embed = embedding.new_zeros(len(vocabulary.dictionary), embedding.size(1))
-    embed[vocabulary.index] = embedding
-    converted = {"decoder.embed_tokens.weight": embed, "decoder.content_bias": state["r_w_bias"][None],
-                 "decoder.position_bias": state["r_r_bias"][None]}
+        raise ValueError(f"{source}: not the state dict of a Transformer-XL with shared u, v and div_val "
+                         f"{config['div_val']} (missing {', '.join(missing)})")
+    converted = {"decoder.content_bias": state["r_w_bias"][None], "decoder.position_bias": state["r_r_bias"][None],
+                 **_embedding_state(state, vocabulary, config["div_val"])}
     for layer in range(config["n_layer"]):
         for theirs, ours in _LAYER_KEYS.items():
             converted[f"decoder.layers.{layer}.{ours}"] = state[f"layers.{layer}.{theirs}"]

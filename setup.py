@@ -27,6 +27,8 @@ setup(
         "scipy",
         "tensorboardX",
         "matplotlib",
+        "tokenizers",
+        "safetensors",
     ],
     entry_points={
         "console_scripts": [

@@ -21,8 +21,11 @@ PATCH="$ROOT/scripts/patches/fairseq-${FAIRSEQ_VERSION}-py311.patch"
 RUNTIME_PACKAGES=(
   "hydra-core==1.3.2" "omegaconf==2.3.0" "sentencepiece" "nltk" "bitarray"
   "sacrebleu>=1.4.12" "regex" "cffi" "tqdm" "pytest" "pytest-xdist"
-  "scikit-learn" "scipy" "tensorboardX" "matplotlib"
+  "scikit-learn" "scipy" "tensorboardX" "matplotlib" "tokenizers" "safetensors"
 )
+# the oracles of the checkpoint importers and exporters: the Hugging Face classes that read and write those
+# formats (4.35.2: the last release before Transformer-XL was deprecated); sacremoses for its Transformer-XL tokenizer
+TEST_PACKAGES=("transformers==4.35.2" "sacremoses")
 
 log() { echo "[install] $*"; }
 die() { echo "[install] error: $*" >&2; exit 1; }
@@ -36,7 +39,7 @@ EOF
 stamp_inputs() {
   {
     echo "$TORCH_SPEC"
-    echo "${RUNTIME_PACKAGES[*]}"
+    echo "${RUNTIME_PACKAGES[*]} ${TEST_PACKAGES[*]}"
     cat "$PATCH" "$ROOT/scripts/install.sh" "$ROOT/setup.py"
   } | sha256sum | cut -d' ' -f1
 }
@@ -89,10 +92,10 @@ if [[ ! -f "$FAIRSEQ_STAMP" || "$(cat "$FAIRSEQ_STAMP")" != "$FAIRSEQ_WANT" ]] |
   echo "$FAIRSEQ_WANT" > "$FAIRSEQ_STAMP"
 fi
 
-log "installing runtime requirements"
+log "installing runtime and test requirements"
 # torch is pinned by what is installed: a constraint keeps pip from replacing it.
 TORCH_INSTALLED="$("$VENV/bin/python" -c 'import torch; print(torch.__version__)')"
-"${PIP[@]}" install -q "${RUNTIME_PACKAGES[@]}" "torch==$TORCH_INSTALLED"
+"${PIP[@]}" install -q "${RUNTIME_PACKAGES[@]}" "${TEST_PACKAGES[@]}" "torch==$TORCH_INSTALLED"
 
 log "installing segatron_fairseq (editable)"
 "${PIP[@]}" install -q --no-deps --no-build-isolation -e "$ROOT"

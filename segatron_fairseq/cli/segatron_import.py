@@ -1,8 +1,9 @@
 """``segatron-import``: checkpoints of other code as fairseq checkpoints of this plugin.
 
     segatron-import authors-segatron-xl --state model_state.pt --config config.json --vocab vocab.txt --out DIR
+    segatron-import hf-transformer-xl --model-dir transfo-xl-wt103 --out DIR
 
-writes DIR/dict.txt and DIR/checkpoint.pt. Binarize text with ``segatron-preprocess --srcdict DIR/dict.txt``
+write DIR/dict.txt and DIR/checkpoint.pt. Binarize text with ``segatron-preprocess --srcdict DIR/dict.txt``
 and evaluate with ``fairseq-eval-lm DATA --path DIR/checkpoint.pt --task segatron_lm``.
 """
 import argparse
@@ -13,7 +14,7 @@ import sys
 def _authors_segatron_xl(args) -> str:
     import torch
 
-    from segatron_fairseq.importers import authors_segatron_xl
+    from segatron_fairseq.importers import transformer_xl_state
     from segatron_fairseq.importers.fairseq_checkpoint import write_checkpoint
     from segatron_fairseq.importers.vocabulary import map_vocabulary, read_words
 
@@ -26,7 +27,16 @@ def _authors_segatron_xl(args) -> str:
     if len(words) != config["n_token"]:
         raise ValueError(f"{args.vocab} has {len(words)} words; {args.config} says n_token {config['n_token']}")
     vocabulary = map_vocabulary(words, list(config["cutoffs"]), args.vocab)
-    arguments, converted = authors_segatron_xl.convert(state, config, vocabulary, args.state)
+    # their fork keeps the original layout, one u, v pair shared by all layers, and reversed band gates
+    arguments, converted = transformer_xl_state.convert(state, config, vocabulary, args.state, reversed_gates=True)
+    return write_checkpoint(args.out, vocabulary.dictionary, "segatron_lm", arguments, converted)
+
+
+def _hf_transformer_xl(args) -> str:
+    from segatron_fairseq.importers.fairseq_checkpoint import write_checkpoint
+    from segatron_fairseq.importers.huggingface_transformer_xl import convert_directory
+
+    vocabulary, arguments, converted = convert_directory(args.model_dir, args.tgt_len)
     return write_checkpoint(args.out, vocabulary.dictionary, "segatron_lm", arguments, converted)
 
 
@@ -42,6 +52,13 @@ def cli_main(argv=None) -> None:
     authors.add_argument("--vocab", required=True, help="their vocabulary, one word a line in id order")
     authors.add_argument("--out", required=True, help="output directory (dict.txt, checkpoint.pt)")
     authors.set_defaults(run=_authors_segatron_xl)
+    hf_xl = formats.add_parser("hf-transformer-xl", help="a Hugging Face TransfoXLLMHeadModel directory "
+                               "(save_pretrained's, e.g. transfo-xl-wt103)")
+    hf_xl.add_argument("--model-dir", required=True, help="config.json, model.safetensors or pytorch_model.bin, "
+                       "vocab.pkl or vocab.txt")
+    hf_xl.add_argument("--tgt-len", type=int, default=128, help="segment length recorded in the checkpoint")
+    hf_xl.add_argument("--out", required=True, help="output directory (dict.txt, checkpoint.pt)")
+    hf_xl.set_defaults(run=_hf_transformer_xl)
     args = parser.parse_args(argv)
     try:
         path = args.run(args)

@@ -6,8 +6,10 @@ Theirs, with div_val 1: one output layer over the whole vocabulary
 div_val > 1 one per band (``out_layers.i``, width d / div_val^i) after a
 projection ``out_projs.i`` (d, d / div_val^i). The band gates
 ``cluster_weight`` (C, d), ``cluster_bias`` (C,) are appended to the head's
-logits. Band i (1-based) is gated by column -i of the head, so the
-gate rows are read in reverse. Ours: ``head`` (cutoff_0 + C rows: words, then
+logits. Which gate opens which band differs: in the Segatron authors' fork
+band i (1-based) is gated by the head's column -i (``reversed_gates``, the
+rows are read in reverse); Hugging Face's ``TransfoXLLMHeadModel`` gates band
+i by column cutoff_0 + i - 1. Ours: ``head`` (cutoff_0 + C rows: words, then
 the gate of band 1, 2, ...), and per band a projection (the identity here)
 and an output layer with bias (with div_val 1 the projection is the identity); the head's projection is folded into the head's
 weight. The specials their vocabulary lacks get weight
@@ -22,7 +24,7 @@ from .vocabulary import MappedVocabulary
 
 
 def adaptive_softmax_state(crit: Dict[str, Tensor], vocabulary: MappedVocabulary, div_val: int,
-                           prefix: str = "decoder.adaptive_softmax.") -> Dict[str, Tensor]:
+                           reversed_gates: bool, prefix: str = "decoder.adaptive_softmax.") -> Dict[str, Tensor]:
     """Our state entries for their ``crit.*`` (the ``crit.`` prefix removed)."""
     n_bands = len(vocabulary.cutoffs) + 1
     if div_val == 1:  # one output layer, sliced; no projections
@@ -36,7 +38,9 @@ def adaptive_softmax_state(crit: Dict[str, Tensor], vocabulary: MappedVocabulary
         weights = [crit[f"out_layers.{i}.weight"] for i in range(n_bands)]
         biases = [crit[f"out_layers.{i}.bias"] for i in range(n_bands)]
         projections = [crit[f"out_projs.{i}"] for i in range(n_bands)]
-    gates_weight, gates_bias = crit["cluster_weight"].flip(0), crit["cluster_bias"].flip(0)
+    gates_weight, gates_bias = crit["cluster_weight"], crit["cluster_bias"]
+    if reversed_gates:
+        gates_weight, gates_bias = gates_weight.flip(0), gates_bias.flip(0)
     head_size = vocabulary.cutoffs[0]
     head_weight = weights[0].new_zeros(head_size, weights[0].size(1))
     head_bias = biases[0].new_full((head_size,), float("-inf"))

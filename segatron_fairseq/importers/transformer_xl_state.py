@@ -1,10 +1,13 @@
-"""The Segatron authors' Transformer-XL fork (``SegaMemTransformerLM``, and
-``MemTransformerLM`` without segment parts) as a ``segatron_xl`` checkpoint.
+"""A state dict in the layout of the original Transformer-XL PyTorch code
+(``MemTransformerLM``), which both the Segatron authors' fork
+(``SegaMemTransformerLM``) and Hugging Face's ``TransfoXLLMHeadModel`` (after
+its ``transformer.`` prefix) keep, as a ``segatron_xl`` checkpoint.
 
 Their state dict -> ours (N: layer):
     word_emb.emb_layers.0.weight         decoder.embed_tokens.weight (rows in fairseq's order)
     word_emb.emb_layers.i / emb_projs.i  decoder.embed_tokens.embeddings.i.0 / .1  (div_val > 1: AdaptiveInput)
     r_w_bias / r_r_bias (H, dh)          decoder.content_bias / position_bias (1, H, dh): one pair
+    layers.N.dec_attn.r_w_bias / r_r_bias  row N of decoder.content_bias / position_bias (L, H, dh)
     layers.N.dec_attn.qkv_net            decoder.layers.N.attention.qkv        (q, k, v stacked)
     layers.N.dec_attn.r_net              decoder.layers.N.attention.r_proj     (R = [token, sentence, paragraph])
     layers.N.dec_attn.o_net              decoder.layers.N.attention.out_proj
@@ -12,8 +15,8 @@ Their state dict -> ours (N: layer):
     layers.N.pos_ff.CoreNet.0 / .3       decoder.layers.N.ffn.0 / .3
     layers.N.pos_ff.layer_norm           decoder.layers.N.ffn_norm
     crit.*                               decoder.adaptive_softmax.* (``adaptive_softmax.py``)
-The model runs with their distances (``--segment-distance-origin window_end``).
-Their output layer (and with tie_projs, its projections) is tied to the input
+With segment parts (``{t,s,p}_pos_emb``, the authors' fork) the model runs
+with their distances (``--segment-distance-origin window_end``). Their output layer (and with tie_projs, its projections) is tied to the input
 embedding; here the two are copies.
 """
 from typing import Dict, List, Tuple
@@ -56,40 +59,56 @@ def _embedding_state(state: Dict[str, Tensor], vocabulary: MappedVocabulary, div
     return converted
 
 
-def convert(state: Dict[str, Tensor], config: Dict, vocabulary: MappedVocabulary,
-            source: str) -> Tuple[List[str], Dict[str, Tensor]]:
+def _position_biases(state: Dict[str, Tensor], n_layer: int, source: str) -> Dict[str, Tensor]:
+    """u, v as ``decoder.content_bias`` / ``position_bias``: one pair, or one per layer."""
+    if "r_w_bias" in state and "r_r_bias" in state:
+        return {"decoder.content_bias": state["r_w_bias"][None], "decoder.position_bias": state["r_r_bias"][None]}
+    per_layer = [f"layers.{layer}.dec_attn.{name}" for name in ("r_w_bias", "r_r_bias") for layer in range(n_layer)]
+    missing = [key for key in per_layer if key not in state]
+    if missing:
+        raise ValueError(f"{source}: neither one u, v pair (r_w_bias, r_r_bias) nor one per layer "
+                         f"(missing {', '.join(missing)})")
+    return {"decoder.content_bias": torch.stack([state[f"layers.{n}.dec_attn.r_w_bias"] for n in range(n_layer)]),
+            "decoder.position_bias": torch.stack([state[f"layers.{n}.dec_attn.r_r_bias"] for n in range(n_layer)])}
+
+
+def convert(state: Dict[str, Tensor], config: Dict, vocabulary: MappedVocabulary, source: str,
+            reversed_gates: bool) -> Tuple[List[str], Dict[str, Tensor]]:
     """``state``: their state dict; ``config``: their model's constructor
-    arguments (n_layer, n_head, d_model, ...). Returns the fairseq-train
-    arguments of the model and its state dict."""
+    arguments (n_layer, n_head, d_model, ..., tgt_len); ``reversed_gates``: the
+    adaptive softmax's gate order (``adaptive_softmax.py``). Returns the
+    fairseq-train arguments of the model and its state dict."""
     _check(config, source)
     segment_parts = "s_pos_emb.inv_freq" in state
+    biases = _position_biases(state, config["n_layer"], source)
     arguments = ["--arch", "segatron_xl", "--decoder-layers", config["n_layer"], "--decoder-embed-dim",
                  config["d_model"], "--decoder-attention-heads", config["n_head"], "--decoder-head-dim",
                  config["d_head"], "--decoder-ffn-embed-dim", config["d_inner"], "--dropout", config["dropout"],
                  "--attention-dropout", config["dropatt"], "--mem-len", config["mem_len"], "--clamp-len",
-                 config["clamp_len"], "--tgt-len", config["tgt_len"], "--segment-distance-origin", "window_end",
+                 config["clamp_len"], "--tgt-len", config["tgt_len"],
                  "--adaptive-softmax-cutoff", ",".join(map(str, vocabulary.cutoffs)), "--adaptive-softmax-bias",
                  "--adaptive-softmax-factor", config["div_val"]]
     arguments += ["--adaptive-input"] if config["div_val"] > 1 else []
     arguments += ["--pre-norm"] if config.get("pre_lnorm") else []
     arguments += ["--same-length"] if config.get("same_length") else []
-    arguments += [] if segment_parts else ["--no-sentence-part", "--no-paragraph-part"]
+    arguments += ["--segment-distance-origin", "window_end"] if segment_parts else [
+        "--no-sentence-part", "--no-paragraph-part"]
+    arguments += ["--per-layer-position-biases"] if biases["decoder.content_bias"].size(0) > 1 else []
     bands = range(len(vocabulary.cutoffs) + 1) if config["div_val"] > 1 else [0]
-    needed = ["r_w_bias", "r_r_bias", "crit.cluster_weight"] + [
+    needed = ["crit.cluster_weight"] + [
         f"{kind}.{band}{suffix}" for band in bands
         for kind, suffix in (("word_emb.emb_layers", ".weight"), ("crit.out_layers", ".weight"))]
     needed += [f"{kind}.{band}" for band in bands for kind in ("word_emb.emb_projs", "crit.out_projs")
                if config["div_val"] > 1]
     missing = [k for k in needed if k not in state]
     if missing:
-        raise ValueError(f"{source}: not the state dict of a Transformer-XL with shared u, v and div_val "
+        raise ValueError(f"{source}: not the state dict of a Transformer-XL with div_val "
                          f"{config['div_val']} (missing {', '.join(missing)})")
-    converted = {"decoder.content_bias": state["r_w_bias"][None], "decoder.position_bias": state["r_r_bias"][None],
-                 **_embedding_state(state, vocabulary, config["div_val"])}
+    converted = {**biases, **_embedding_state(state, vocabulary, config["div_val"])}
     for layer in range(config["n_layer"]):
         for theirs, ours in _LAYER_KEYS.items():
             converted[f"decoder.layers.{layer}.{ours}"] = state[f"layers.{layer}.{theirs}"]
     crit = {key[len("crit."):]: value for key, value in state.items() if key.startswith("crit.")}
-    converted.update(adaptive_softmax_state(crit, vocabulary, config["div_val"]))
+    converted.update(adaptive_softmax_state(crit, vocabulary, config["div_val"], reversed_gates))
     return [str(a) for a in arguments], {key: value.float() if value.is_floating_point() else value
                                          for key, value in converted.items()}

@@ -1,0 +1,98 @@
+"""segatron-import of Hugging Face checkpoints against the transformers classes that wrote them
+(transformers==4.35.2, a test dependency installed by scripts/install.sh), on small random configs."""
+import json
+
+import torch
+import transformers
+
+from conftest import run_cli
+
+assert transformers.__version__ == "4.35.2", transformers.__version__
+
+
+def _words(n):
+    """A Transformer-XL vocabulary: <eos> first, <unk> in the head band."""
+    return ["<eos>", "the", "<unk>"] + [f"w{i}" for i in range(3, n)]
+
+
+def _hf_transformer_xl(directory, *, div_val, untie_r, cutoffs=(20, 50), vocab_size=100, safe=True, pickled=True):
+    """A random TransfoXLLMHeadModel saved with save_pretrained, its vocabulary beside it; every parameter
+    drawn at a visible scale (zeros would hide a misplaced bias)."""
+    from transformers import TransfoXLConfig, TransfoXLLMHeadModel, TransfoXLTokenizer
+
+    torch.manual_seed(0)
+    config = TransfoXLConfig(vocab_size=vocab_size, cutoffs=list(cutoffs), d_model=32, d_embed=32, n_head=4,
+                             d_head=8, d_inner=64, div_val=div_val, n_layer=2, mem_len=8, clamp_len=10,
+                             same_length=True, untie_r=untie_r, dropout=0.0, dropatt=0.0)
+    model = TransfoXLLMHeadModel(config).eval()
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            parameter.normal_(1.0 if "layer_norm.weight" in name else 0.0, 0.3)
+    model.save_pretrained(directory, safe_serialization=safe)
+    (directory / "vocab.txt").write_text("\n".join(_words(vocab_size)) + "\n")
+    if pickled:
+        TransfoXLTokenizer(vocab_file=str(directory / "vocab.txt")).save_vocabulary(str(directory))
+        (directory / "vocab.txt").unlink()
+    return model
+
+
+def _assert_same_log_probs(hf_model, checkpoint, vocab_size, cutoffs):
+    """3 segments of 6 tokens, 2 rows, memory carried: every log-probability of the vocabulary to 1e-5. The first
+    segment gets an empty memory: without ``mems``, transformers' ``init_mems`` gives it mem_len zero states to
+    attend to, which the original code (and ours) does not have."""
+    from fairseq import checkpoint_utils
+
+    from segatron_fairseq.importers.vocabulary import map_vocabulary
+
+    models, _, _ = checkpoint_utils.load_model_ensemble_and_task([str(checkpoint)])
+    model = models[0].eval()
+    index = map_vocabulary(_words(vocab_size), list(cutoffs), "vocab").index
+    tokens = torch.randint(0, vocab_size, (2, 18), generator=torch.Generator().manual_seed(1))
+    memory = [torch.zeros(0, 2, 32) for _ in range(hf_model.config.n_layer)]
+    model.reset_memory()
+    with torch.no_grad():
+        for start in range(0, 18, 6):
+            segment = tokens[:, start:start + 6]
+            theirs = hf_model(input_ids=segment, mems=memory)
+            memory = theirs.mems
+            ours = model.get_normalized_probs(model(index[segment]), log_probs=True)[..., index]
+            torch.testing.assert_close(ours, theirs.prediction_scores, rtol=0, atol=1e-5)
+
+
+def test_hf_transformer_xl_div_val_2_per_layer_biases_reproduces_its_log_probs(tmp_path):
+    """div_val 2 (AdaptiveInput, per-band projections, tied ones restored from the safetensors file), one u, v per
+    layer, same_length, clamp_len, the vocabulary from vocab.pkl."""
+    hf_model = _hf_transformer_xl(tmp_path / "hf", div_val=2, untie_r=True)
+    run_cli("segatron-import", "hf-transformer-xl", "--model-dir", tmp_path / "hf", "--out", tmp_path / "imported",
+            "--tgt-len", 6)
+    checkpoint = torch.load(tmp_path / "imported" / "checkpoint.pt", weights_only=False)
+    model_cfg = checkpoint["cfg"]["model"]
+    assert model_cfg["per_layer_position_biases"] and model_cfg["same_length"] and model_cfg["clamp_len"] == 10
+    assert model_cfg["no_sentence_part"] and model_cfg["no_paragraph_part"]
+    _assert_same_log_probs(hf_model, tmp_path / "imported" / "checkpoint.pt", 100, (20, 50))
+
+
+def test_hf_transformer_xl_div_val_1_shared_biases_from_pytorch_model_bin(tmp_path):
+    hf_model = _hf_transformer_xl(tmp_path / "hf", div_val=1, untie_r=False, safe=False, pickled=False)
+    run_cli("segatron-import", "hf-transformer-xl", "--model-dir", tmp_path / "hf", "--out", tmp_path / "imported",
+            "--tgt-len", 6)
+    _assert_same_log_probs(hf_model, tmp_path / "imported" / "checkpoint.pt", 100, (20, 50))
+
+
+def test_hf_transformer_xl_errors_name_the_file(tmp_path):
+    _hf_transformer_xl(tmp_path / "hf", div_val=1, untie_r=True, pickled=False)
+    config = json.loads((tmp_path / "hf" / "config.json").read_text())
+    (tmp_path / "hf" / "config.json").write_text(json.dumps({**config, "vocab_size": 99}))
+    out = run_cli("segatron-import", "hf-transformer-xl", "--model-dir", tmp_path / "hf", "--out", tmp_path / "x",
+                  expect_ok=False)
+    assert "vocab.txt has 100 words" in out and "says vocab_size 99" in out
+    (tmp_path / "hf" / "config.json").write_text(json.dumps({**config, "model_type": "bert"}))
+    out = run_cli("segatron-import", "hf-transformer-xl", "--model-dir", tmp_path / "hf", "--out", tmp_path / "x",
+                  expect_ok=False)
+    assert "config.json: model_type is 'bert', not 'transfo-xl'" in out
+    (tmp_path / "hf" / "config.json").write_text(json.dumps(config))
+    (tmp_path / "hf" / "model.safetensors").unlink()
+    out = run_cli("segatron-import", "hf-transformer-xl", "--model-dir", tmp_path / "hf", "--out", tmp_path / "x",
+                  expect_ok=False)
+    assert "no weights (model.safetensors or pytorch_model.bin)" in out
+    assert not (tmp_path / "x" / "checkpoint.pt").exists()

@@ -2,6 +2,7 @@
 (transformers==4.35.2, a test dependency installed by scripts/install.sh), on small random configs."""
 import json
 
+import pytest
 import torch
 import transformers
 
@@ -96,3 +97,46 @@ def test_hf_transformer_xl_errors_name_the_file(tmp_path):
                   expect_ok=False)
     assert "no weights (model.safetensors or pytorch_model.bin)" in out
     assert not (tmp_path / "x" / "checkpoint.pt").exists()
+
+
+def _bert_vocab(n):
+    return ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"tok{i}" for i in range(5, n - 2)] + ["##s", "##ing"]
+
+
+@pytest.mark.parametrize("tied", [True, False])
+def test_hf_bert_reproduces_bert_for_masked_lm_logits(tmp_path, tied):
+    """BertForMaskedLM (token types, learned absolute positions, eps 1e-12), tied or untied output layer: every MLM
+    logit of the real positions to 1e-5, with padding and both token types."""
+    from transformers import BertConfig, BertForMaskedLM
+
+    from segatron_fairseq.importers.wordpiece_vocabulary import map_wordpiece
+
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=60, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                        intermediate_size=64, max_position_embeddings=40, type_vocab_size=2,
+                        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, tie_word_embeddings=tied)
+    hf_model = BertForMaskedLM(config).eval()
+    with torch.no_grad():
+        for name, parameter in hf_model.named_parameters():
+            parameter.normal_(1.0 if "LayerNorm.weight" in name else 0.0, 0.3)
+    hf_model.save_pretrained(tmp_path / "hf")
+    (tmp_path / "hf" / "vocab.txt").write_text("\n".join(_bert_vocab(60)) + "\n")
+    run_cli("segatron-import", "hf-bert", "--model-dir", tmp_path / "hf", "--out", tmp_path / "imported")
+    from fairseq import checkpoint_utils
+
+    models, _, task = checkpoint_utils.load_model_ensemble_and_task([str(tmp_path / "imported" / "checkpoint.pt")])
+    model = models[0].eval()
+    assert len(model.encoder.segment_embeddings) == 0 and model.args.untie_weights_roberta == (not tied)
+    index = map_wordpiece(_bert_vocab(60), "vocab").index
+    ids = torch.randint(5, 60, (2, 30), generator=torch.Generator().manual_seed(2))
+    ids[:, 0], ids[0, 19], ids[0, 20:], ids[1, -1] = 2, 3, 0, 3  # [CLS] ... [SEP] [PAD]...
+    ids[1, 10] = 4  # a [MASK]
+    attention_mask = ids.ne(0).long()
+    token_type = torch.zeros_like(ids)
+    token_type[1, 12:] = 1
+    with torch.no_grad():
+        theirs = hf_model(input_ids=ids, attention_mask=attention_mask, token_type_ids=token_type).logits
+        ours, _ = model(index[ids], token_type=token_type)
+    real = attention_mask.bool()
+    torch.testing.assert_close(ours[..., index][real], theirs[real], rtol=0, atol=1e-5)
+    assert task.dictionary[int(index[4])] == "<mask>" and task.dictionary[int(index[0])] == "<pad>"

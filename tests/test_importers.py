@@ -143,3 +143,63 @@ def test_authors_adaptive_input_and_softmax_with_div_val_2(tmp_path):
         for row in range(3):
             torch.testing.assert_close(ours[row], _their_log_probs(state, hidden[row], config["cutoffs"], 300),
                                        rtol=0, atol=1e-5)
+
+
+SEGABERT = AUTHORS / "segabert"
+
+
+def _segabert_logits(checkpoint, inputs, vocab):
+    """Our MLM logits (B, T, V) in their vocabulary's order, for their inputs; their padded positions get <pad>."""
+    from fairseq import checkpoint_utils
+
+    from segatron_fairseq.importers.wordpiece_vocabulary import map_wordpiece, read_wordpiece_vocab
+
+    models, _, task = checkpoint_utils.load_model_ensemble_and_task([str(checkpoint)])
+    index = map_wordpiece(read_wordpiece_vocab(str(vocab)), "vocab").index
+    tokens = index[inputs["input_ids"]].masked_fill(inputs["attention_mask"] == 0, task.dictionary.pad())
+    indexes = {name: inputs.get(theirs) for name, theirs in (("paragraph_index", "para_pos"),
+                                                            ("sentence_index", "sent_pos"),
+                                                            ("token_index", "token_pos"))}
+    with torch.no_grad():
+        logits, _ = models[0].eval()(tokens, token_type=inputs["token_type_ids"], **indexes)
+    return logits[..., index], task
+
+
+@needs_authors_fixture
+def test_authors_segabert_reproduces_their_mlm_logits(tmp_path):
+    out = run_cli("segatron-import", "authors-segabert", "--model-dir", SEGABERT, "--out", tmp_path / "imported")
+    assert "checkpoint.pt" in out
+    inputs = torch.load(SEGABERT / "inputs.pt", weights_only=False)
+    expected = torch.load(SEGABERT / "expected.pt", weights_only=False)["mlm_logits"]
+    ours, task = _segabert_logits(tmp_path / "imported" / "checkpoint.pt", inputs, SEGABERT / "vocab.txt")
+    real = inputs["attention_mask"].bool()  # what their padded positions hold is not a token of ours
+    assert int((~real).sum()) == 4 and inputs["token_type_ids"].max() == 1 and inputs["para_pos"].max() == 1
+    torch.testing.assert_close(ours[real], expected[real], rtol=0, atol=1e-5)
+    words = (SEGABERT / "vocab.txt").read_text().split("\n")
+    # [CLS] [SEP] [PAD] [UNK] become fairseq's specials, [MASK] the appended <mask>; the words keep their order
+    assert task.dictionary.symbols[:6] == ["<s>", "<pad>", "</s>", "<unk>", words[5], words[6]]
+    assert task.dictionary[len(task.dictionary) - 1] == "<mask>" and len(task.dictionary) == 123
+    model_cfg = torch.load(tmp_path / "imported" / "checkpoint.pt", weights_only=False)["cfg"]["model"]
+    assert (model_cfg.max_token_index, model_cfg.max_paragraph_index, model_cfg.max_sentence_index,
+            model_cfg.layer_norm_eps, model_cfg.num_token_types) == (32, 8, 16, 1e-12, 2)
+
+
+@needs_authors_fixture
+def test_segabert_import_errors_name_the_file(tmp_path):
+    import shutil
+
+    out = run_cli("segatron-import", "hf-bert", "--model-dir", SEGABERT, "--out", tmp_path / "x", expect_ok=False)
+    assert "pytorch_model.bin: a SegaBERT state dict: use authors-segabert" in out
+    shutil.copytree(SEGABERT, tmp_path / "model")
+    words = (SEGABERT / "vocab.txt").read_text().split("\n")
+    (tmp_path / "model" / "vocab.txt").write_text("\n".join(w for w in words if w != "[MASK]"))
+    out = run_cli("segatron-import", "authors-segabert", "--model-dir", tmp_path / "model", "--out", tmp_path / "x",
+                  expect_ok=False)
+    assert "vocab.txt: BERT's [MASK] not among the 122 tokens" in out
+    (tmp_path / "model" / "vocab.txt").write_text("\n".join(words))
+    config = json.loads((SEGABERT / "config.json").read_text())
+    (tmp_path / "model" / "config.json").write_text(json.dumps({**config, "hidden_act": "swish"}))
+    out = run_cli("segatron-import", "authors-segabert", "--model-dir", tmp_path / "model", "--out", tmp_path / "x",
+                  expect_ok=False)
+    assert "config.json: hidden_act 'swish'" in out
+    assert not (tmp_path / "x" / "checkpoint.pt").exists()

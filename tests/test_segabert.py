@@ -121,6 +121,42 @@ def test_embedding_is_the_sum_of_four_tables(data):
         assert torch.equal(encoder.embed(src, p, s, t), expected)
 
 
+def test_token_types_and_layer_norm_eps_in_the_base_sizes(data):
+    """BERT's token-type table: on (2 types) in the base sizes, added to the embedding, all type 0 without
+    ``token_type``; a checkpoint without the table (0.1.0) loads with a zero one; --layer-norm-eps reaches every
+    LayerNorm."""
+    from fairseq import options
+
+    from segatron_fairseq.tasks.segabert_mlm import SegaBERTMLMConfig, SegaBERTMLMTask
+
+    task = SegaBERTMLMTask.setup_task(SegaBERTMLMConfig(data=str(data / "bin"), tokens_per_sample=64, seed=1))
+    narrow = ["--encoder-layers", "1", "--encoder-embed-dim", "16", "--encoder-ffn-embed-dim", "32",
+              "--encoder-attention-heads", "2"]
+    for arch in ("segabert_base", "segabert_bert_base"):
+        args = options.parse_args_and_arch(options.get_training_parser(), [
+            str(data / "bin"), "--user-dir", str(PLUGIN_DIR), "--task", "segabert_mlm", "--arch", arch,
+            "--tokens-per-sample", "64", "--layer-norm-eps", "1e-12", *narrow])
+        model = task.build_model(args).eval()
+        encoder = model.encoder
+        assert encoder.token_type_embeddings.num_embeddings == 2
+        assert {m.eps for m in model.modules() if isinstance(m, torch.nn.LayerNorm)} == {1e-12}
+        src, types = torch.tensor([[0, 5, 6, 2, 7, 2]]), torch.tensor([[0, 0, 0, 0, 1, 1]])
+        zeros = torch.zeros_like(src)
+        plain = encoder.embed(src, zeros, zeros, zeros)
+        table = encoder.token_type_embeddings.weight
+        torch.testing.assert_close(encoder.embed(src, zeros, zeros, zeros, types) - plain,
+                                   (table[1] - table[0]) * types[..., None])
+        assert torch.equal(plain, encoder.embed(src, zeros, zeros, zeros, zeros))
+        with pytest.raises(ValueError, match="token_type 2 exceeds the 2 token types"):
+            encoder.embed(src, zeros, zeros, zeros, types * 2)
+        state = {k: v for k, v in model.state_dict().items() if k != "encoder.token_type_embeddings.weight"}
+        model.load_state_dict(state)
+        assert not encoder.token_type_embeddings.weight.any()
+    tiny = options.parse_args_and_arch(options.get_training_parser(), [
+        str(data / "bin"), "--user-dir", str(PLUGIN_DIR), "--task", "segabert_mlm", "--arch", "segabert_tiny"])
+    assert task.build_model(tiny).encoder.token_type_embeddings is None
+
+
 def test_masking_rates_and_determinism(data):
     from segatron_fairseq.tasks.segabert_mlm import SegaBERTMLMConfig, SegaBERTMLMTask
 

@@ -2,11 +2,14 @@
 
     segatron-import authors-segatron-xl --state model_state.pt --config config.json --vocab vocab.txt --out DIR
     segatron-import hf-transformer-xl --model-dir transfo-xl-wt103 --out DIR
+    segatron-import authors-segabert --model-dir segabert-base --out DIR
+    segatron-import hf-bert --model-dir bert-base-uncased --out DIR
 
 write DIR/dict.txt and DIR/checkpoint.pt. Binarize text with ``segatron-preprocess --srcdict DIR/dict.txt``
 and evaluate with ``fairseq-eval-lm DATA --path DIR/checkpoint.pt --task segatron_lm``.
 """
 import argparse
+import functools
 import json
 import sys
 
@@ -40,6 +43,23 @@ def _hf_transformer_xl(args) -> str:
     return write_checkpoint(args.out, vocabulary.dictionary, "segatron_lm", arguments, converted)
 
 
+def _bert(args, segabert: bool) -> str:
+    from segatron_fairseq.importers import bert
+    from segatron_fairseq.importers.fairseq_checkpoint import write_checkpoint
+    from segatron_fairseq.importers.huggingface_files import find_file, read_config, read_weights
+    from segatron_fairseq.importers.wordpiece_vocabulary import map_wordpiece, read_wordpiece_vocab
+
+    config_path, config = read_config(args.model_dir, "bert")
+    state_path, state = read_weights(args.model_dir)
+    if bert.is_segabert(state) != segabert:
+        raise ValueError(f"{state_path}: " + ("no SegaBERT index tables (token_position_embeddings): use hf-bert"
+                                              if segabert else "a SegaBERT state dict: use authors-segabert"))
+    vocab_path = find_file(args.model_dir, ("vocab.txt",), "WordPiece vocabulary")
+    vocabulary = map_wordpiece(read_wordpiece_vocab(vocab_path), vocab_path)
+    arguments, converted = bert.convert(state, config, vocabulary, state_path, config_path)
+    return write_checkpoint(args.out, vocabulary.dictionary, "segabert_mlm", arguments, converted)
+
+
 def cli_main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="segatron-import", description=__doc__.splitlines()[0],
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
@@ -59,6 +79,14 @@ def cli_main(argv=None) -> None:
     hf_xl.add_argument("--tgt-len", type=int, default=128, help="segment length recorded in the checkpoint")
     hf_xl.add_argument("--out", required=True, help="output directory (dict.txt, checkpoint.pt)")
     hf_xl.set_defaults(run=_hf_transformer_xl)
+    for name, segabert, text in (("authors-segabert", True, "the Segatron authors' SegaBERT (their Hugging Face "
+                                  "fork's SegaBertForMaskedLM directory)"),
+                                 ("hf-bert", False, "a Hugging Face BertForMaskedLM directory, as the BERT baseline")):
+        subcommand = formats.add_parser(name, help=text)
+        subcommand.add_argument("--model-dir", required=True,
+                                help="config.json, model.safetensors or pytorch_model.bin, vocab.txt")
+        subcommand.add_argument("--out", required=True, help="output directory (dict.txt, checkpoint.pt)")
+        subcommand.set_defaults(run=functools.partial(_bert, segabert=segabert))
     args = parser.parse_args(argv)
     try:
         path = args.run(args)

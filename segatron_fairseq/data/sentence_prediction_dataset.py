@@ -4,7 +4,9 @@ One text:  [CLS] a_1 .. a_n [SEP]            paragraph 0, sentence 0
 Two texts: [CLS] a_1 .. a_n [SEP] b_1 .. b_m [SEP]
            a: paragraph 0, sentence 0;  b: paragraph 1, sentence 0
 Token indexes count within each text from 0; [CLS] and [SEP] take the indexes
-of their neighbouring token on the left ([CLS]: the first token's).
+of their neighbouring token on the left ([CLS]: the first token's). BERT's
+token type (segment A / B) is the text's number, so it equals the paragraph
+index here and goes to the model as ``token_type``.
 """
 from typing import List, Sequence, Tuple
 
@@ -65,6 +67,7 @@ class SentencePredictionDataset(ExampleListDataset):
                 "paragraph_index": pad(fields[1], 0),
                 "sentence_index": pad(fields[2], 0),
                 "token_index": pad(fields[3], 0),
+                "token_type": pad(fields[1], 0),
             },
             "target": torch.tensor([self.targets[i] for i in indices], dtype=dtype),
         }

@@ -9,18 +9,15 @@ out the tied tensors, which are restored here: ``crit.out_layers.i.weight`` is
 ``word_emb.emb_layers.i.weight`` (``tie_word_embeddings``) and
 ``crit.out_projs.i`` is ``word_emb.emb_projs.i`` where ``tie_projs[i]``.
 """
-import json
-import os
 import pickle
 from typing import Dict, List, Tuple
 
-import torch
 from torch import Tensor
 
 from . import transformer_xl_state
+from .huggingface_files import find_file, read_config, read_weights
 from .vocabulary import MappedVocabulary, map_vocabulary, read_words
 
-_STATE_FILES = ("model.safetensors", "pytorch_model.bin")
 _VOCAB_FILES = ("vocab.pkl", "vocab.txt")
 
 
@@ -65,20 +62,6 @@ def read_vocabulary(path: str) -> List[str]:
     return words
 
 
-def _find(directory: str, names: Tuple[str, ...], what: str) -> str:
-    for name in names:
-        if os.path.isfile(os.path.join(directory, name)):
-            return os.path.join(directory, name)
-    raise FileNotFoundError(f"{directory}: no {what} ({' or '.join(names)})")
-
-
-def _read_state(path: str) -> Dict[str, Tensor]:
-    if path.endswith(".safetensors"):
-        from safetensors.torch import load_file
-        return load_file(path)
-    return torch.load(path, map_location="cpu", weights_only=True)
-
-
 def _untie(state: Dict[str, Tensor], config: Dict, n_bands: int) -> Dict[str, Tensor]:
     """The tensors ``save_pretrained`` left out because they are tied."""
     state = dict(state)
@@ -95,25 +78,19 @@ def convert_directory(directory: str, tgt_len: int) -> Tuple[MappedVocabulary, L
     """The checkpoint in ``directory``: its vocabulary mapped onto fairseq's, the
     fairseq-train arguments and the state dict. ``tgt_len``: the segment length
     recorded in the checkpoint (the Hugging Face config has none)."""
-    config_path = os.path.join(directory, "config.json")
-    if not os.path.isfile(config_path):
-        raise FileNotFoundError(f"{directory}: no config.json")
-    with open(config_path) as f:
-        config = json.load(f)
-    if config.get("model_type") != "transfo-xl":
-        raise ValueError(f"{config_path}: model_type is {config.get('model_type')!r}, not 'transfo-xl'")
+    config_path, config = read_config(directory, "transfo-xl")
     if not config.get("adaptive", True) or config.get("sample_softmax", -1) > 0:
         raise NotImplementedError(f"{config_path}: only the adaptive softmax without sampling is supported")
     if config.get("layer_norm_epsilon", 1e-5) != 1e-5:
         raise NotImplementedError(f"{config_path}: layer_norm_epsilon {config['layer_norm_epsilon']} (ours is 1e-5)")
-    vocab_path = _find(directory, _VOCAB_FILES, "vocabulary")
+    vocab_path = find_file(directory, _VOCAB_FILES, "vocabulary")
     words = read_vocabulary(vocab_path)
     if len(words) != config["vocab_size"]:
         raise ValueError(f"{vocab_path} has {len(words)} words; {config_path} says vocab_size {config['vocab_size']}")
     vocabulary = map_vocabulary(words, list(config["cutoffs"]), vocab_path)
-    state_path = _find(directory, _STATE_FILES, "weights")
+    state_path, state = read_weights(directory)
     state = {key[len("transformer."):] if key.startswith("transformer.") else key: value
-             for key, value in _read_state(state_path).items()}
+             for key, value in state.items()}
     state = _untie(state, config, len(config["cutoffs"]) + 1)
     their_config = {**config, "n_token": config["vocab_size"], "tgt_len": tgt_len}
     arguments, converted = transformer_xl_state.convert(state, their_config, vocabulary, state_path,

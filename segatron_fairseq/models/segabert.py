@@ -3,7 +3,9 @@ learned paragraph-, sentence- and token-index embeddings (Segatron, Figure 1b).
 
 Built on fairseq's RoBERTa (encoder, LM head, classification heads); only the
 input embedding changes. The indexes come in as ``paragraph_index``,
-``sentence_index`` and ``token_index`` (B, T) next to ``src_tokens``. With
+``sentence_index`` and ``token_index`` (B, T) next to ``src_tokens``, and,
+with ``--num-token-types`` (BERT's segment A / B embedding, on in the
+BERT-sized architectures), ``token_type`` (B, T; all 0 when absent). With
 ``--no-segment-positions`` the same code is BERT: ordinary learned absolute
 positions and no index tables (architectures ``segabert_bert_*``: fairseq
 itself registers ``bert_base``/``bert_large`` for its legacy masked_lm model).
@@ -38,11 +40,27 @@ class SegaBERTEncoder(RobertaEncoder):
                 table = nn.Embedding(getattr(args, f"max_{name}_index"), dim)
                 init_bert_params(table)
                 self.segment_embeddings[name] = table
+        self.token_type_embeddings = None
+        if args.num_token_types:
+            self.token_type_embeddings = nn.Embedding(args.num_token_types, args.encoder_embed_dim)
+            init_bert_params(self.token_type_embeddings)
+        layer_norm_eps = safe_getattr(args, "layer_norm_eps", None)
+        if layer_norm_eps is not None:  # fairseq's layers take the LayerNorm default, 1e-5
+            for module in self.modules():
+                if isinstance(module, nn.LayerNorm):
+                    module.eps = layer_norm_eps
 
-    def embed(self, src_tokens, paragraph_index=None, sentence_index=None, token_index=None):
-        """(B, T) ids and indexes -> (B, T, d) sum of token and index embeddings
-        (before fairseq's embedding LayerNorm and dropout)."""
+    def embed(self, src_tokens, paragraph_index=None, sentence_index=None, token_index=None, token_type=None):
+        """(B, T) ids and indexes -> (B, T, d) sum of token, index and token-type
+        embeddings (before fairseq's embedding LayerNorm and dropout)."""
         embedding = self.sentence_encoder.embed_tokens(src_tokens)
+        if self.token_type_embeddings is not None:
+            if token_type is None:
+                token_type = src_tokens.new_zeros(src_tokens.shape)
+            elif token_type.numel() and int(token_type.max()) >= self.token_type_embeddings.num_embeddings:
+                raise ValueError(f"token_type {int(token_type.max())} exceeds the "
+                                 f"{self.token_type_embeddings.num_embeddings} token types (--num-token-types)")
+            embedding = embedding + self.token_type_embeddings(token_type)
         if self.segment_positions:
             indexes = {"paragraph": paragraph_index, "sentence": sentence_index, "token": token_index}
             for name, table in self.segment_embeddings.items():
@@ -56,13 +74,21 @@ class SegaBERTEncoder(RobertaEncoder):
         return embedding
 
     def forward(self, src_tokens, features_only=False, return_all_hiddens=False, masked_tokens=None,
-                paragraph_index=None, sentence_index=None, token_index=None, **unused):
-        token_embeddings = self.embed(src_tokens, paragraph_index, sentence_index, token_index)
+                paragraph_index=None, sentence_index=None, token_index=None, token_type=None, **unused):
+        token_embeddings = self.embed(src_tokens, paragraph_index, sentence_index, token_index, token_type)
         x, extra = self.extract_features(src_tokens, return_all_hiddens=return_all_hiddens,
                                          token_embeddings=token_embeddings)
         if not features_only:
             x = self.output_layer(x, masked_tokens=masked_tokens)
         return x, extra
+
+    def upgrade_state_dict_named(self, state_dict, name):
+        """Checkpoints of 0.1.0 have no token-type table, which the BERT-sized
+        architectures now have: a table of zeros adds nothing, as before."""
+        super().upgrade_state_dict_named(state_dict, name)
+        key = (name + "." if name else "") + "token_type_embeddings.weight"
+        if self.token_type_embeddings is not None and key not in state_dict:
+            state_dict[key] = self.token_type_embeddings.weight.new_zeros(self.token_type_embeddings.weight.shape)
 
 
 @register_model("segabert")
@@ -74,6 +100,10 @@ class SegaBERTModel(RobertaModel):
             parser.add_argument(f"--max-{name}-index", type=int, help=f"{name} index table size ({size})")
         parser.add_argument("--no-segment-positions", action="store_true", default=None,
                             help="BERT: learned absolute positions instead of the index tables")
+        parser.add_argument("--num-token-types", type=int,
+                            help="token-type (segment A / B) embeddings; 0: none (2 in the base and large sizes)")
+        parser.add_argument("--layer-norm-eps", type=float,
+                            help="epsilon of every LayerNorm (default 1e-5; BERT checkpoints use 1e-12)")
 
     @classmethod
     def from_pretrained(cls, model_name_or_path: str, checkpoint_file: str = "checkpoint_best.pt",
@@ -115,10 +145,12 @@ def _segment_defaults(args, segment_positions: bool):
 
 
 def segabert_architecture(args, segment_positions: bool, roberta_architecture, tiny: bool = False) -> None:
-    """SegaBERT (index tables) or BERT (absolute positions) at a RoBERTa size."""
+    """SegaBERT (index tables) or BERT (absolute positions) at a RoBERTa size;
+    the base and large sizes have BERT's two token types."""
     _segment_defaults(args, segment_positions)
     if tiny:
         set_defaults(args, **TINY_ENCODER)
+    set_defaults(args, num_token_types=0 if tiny else 2)
     roberta_architecture(args)
 
 

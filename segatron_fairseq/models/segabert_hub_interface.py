@@ -60,11 +60,11 @@ class SegaBERTHubInterface(nn.Module):
         tokens, paragraph, sentence, token = segment_layout(texts, self.dictionary.bos(), self.dictionary.eos(),
                                                             self.max_positions, self.table_sizes["token"])
         return {"src_tokens": tokens, "paragraph_index": paragraph, "sentence_index": sentence,
-                "token_index": token}
+                "token_index": token, "token_type": paragraph}
 
     def encode(self, text: str, text_b: Optional[str] = None) -> Dict[str, torch.Tensor]:
         """The model's input for one text (lines are paragraphs) or a pair:
-        ``src_tokens`` and the three indexes, each (1, T)."""
+        ``src_tokens``, the three indexes and, for a pair, ``token_type``, each (1, T)."""
         if not text.strip() or (text_b is not None and not text_b.strip()):
             raise ValueError("encode needs non-empty text")
         layout = self._single(text) if text_b is None else self._pair(text, text_b)

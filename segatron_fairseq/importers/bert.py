@@ -1,0 +1,126 @@
+"""BERT-layout masked LMs as ``segabert`` checkpoints: Hugging Face's
+``BertForMaskedLM`` (into BERT, ``--no-segment-positions``) and the Segatron
+authors' fork ``SegaBertForMaskedLM`` (into SegaBERT).
+
+Their state dict -> ours (N: layer; E = encoder.sentence_encoder):
+    bert.embeddings.word_embeddings        E.embed_tokens and encoder.lm_head.weight (tied; rows mapped)
+    bert.embeddings.position_embeddings    E.embed_positions, rows shifted by 2 (fairseq's positions
+                                           start after the padding index); unused by SegaBERT
+    bert.embeddings.token_type_embeddings  encoder.token_type_embeddings
+    ...{para,sent,token}_position_embeddings  encoder.segment_embeddings.{paragraph,sentence,token}
+    bert.embeddings.LayerNorm              E.layernorm_embedding
+    ...N.attention.self.{query,key,value}  E.layers.N.self_attn.{q,k,v}_proj
+    ...N.attention.self.query_key_value    the same, q, k, v stacked (their fork)
+    ...N.attention.output.dense            E.layers.N.self_attn.out_proj
+    ...N.attention.output.LayerNorm        E.layers.N.self_attn_layer_norm
+    ...N.intermediate.dense / output.dense E.layers.N.fc1 / fc2
+    ...N.output.LayerNorm                  E.layers.N.final_layer_norm
+    cls.predictions.transform.{dense,LayerNorm}, .bias   encoder.lm_head.{dense,layer_norm}, .bias
+The pooler (and an NSP head) has no counterpart: fine-tuning adds its own
+classification heads. Every LayerNorm keeps BERT's epsilon (``--layer-norm-eps``).
+"""
+from typing import Dict, List, Tuple
+
+import torch
+from torch import Tensor
+
+from .wordpiece_vocabulary import MappedWordPiece
+
+_ACTIVATIONS = {"gelu": "gelu", "relu": "relu"}
+_SEGMENT_TABLES = {"paragraph": "para_position", "sentence": "sent_position", "token": "token_position"}
+_LAYER_KEYS = {"attention.output.dense": "self_attn.out_proj", "attention.output.LayerNorm": "self_attn_layer_norm",
+               "intermediate.dense": "fc1", "output.dense": "fc2", "output.LayerNorm": "final_layer_norm"}
+
+
+def is_segabert(state: Dict[str, Tensor]) -> bool:
+    return "bert.embeddings.token_position_embeddings.weight" in state
+
+
+def _arguments(config: Dict, segabert: bool, source: str) -> List[str]:
+    activation = _ACTIVATIONS.get(config.get("hidden_act"))
+    if activation is None:
+        raise NotImplementedError(f"{source}: hidden_act {config.get('hidden_act')!r} (supported: "
+                                  f"{', '.join(_ACTIVATIONS)})")
+    if config.get("position_embedding_type", "absolute") != "absolute":
+        raise NotImplementedError(f"{source}: position_embedding_type {config['position_embedding_type']!r}")
+    max_positions = config["max_position_embeddings"]
+    arguments = ["--arch", "segabert_base" if segabert else "segabert_bert_base",
+                 "--encoder-layers", config["num_hidden_layers"], "--encoder-embed-dim", config["hidden_size"],
+                 "--encoder-ffn-embed-dim", config["intermediate_size"],
+                 "--encoder-attention-heads", config["num_attention_heads"], "--activation-fn", activation,
+                 "--dropout", config["hidden_dropout_prob"], "--attention-dropout",
+                 config["attention_probs_dropout_prob"], "--activation-dropout", 0.0, "--pooler-dropout",
+                 config["hidden_dropout_prob"], "--layer-norm-eps", config["layer_norm_eps"],
+                 "--num-token-types", config["type_vocab_size"], "--max-positions", max_positions,
+                 "--tokens-per-sample", max_positions]
+    if segabert:
+        for ours, theirs in _SEGMENT_TABLES.items():
+            arguments += [f"--max-{ours}-index", config[f"max_{theirs.split('_')[0]}_position_embeddings"]]
+    return [str(a) for a in arguments]
+
+
+def _layer_state(state: Dict[str, Tensor], layer: int) -> Dict[str, Tensor]:
+    theirs, ours = f"bert.encoder.layer.{layer}.", f"encoder.sentence_encoder.layers.{layer}."
+    converted = {}
+    for kind in ("weight", "bias"):
+        if theirs + f"attention.self.query_key_value.{kind}" in state:
+            q, k, v = state[theirs + f"attention.self.query_key_value.{kind}"].chunk(3)
+        else:
+            q, k, v = (state[theirs + f"attention.self.{name}.{kind}"] for name in ("query", "key", "value"))
+        for name, value in zip("qkv", (q, k, v)):
+            converted[ours + f"self_attn.{name}_proj.{kind}"] = value
+        for their_name, our_name in _LAYER_KEYS.items():
+            converted[ours + f"{our_name}.{kind}"] = state[theirs + f"{their_name}.{kind}"]
+    return converted
+
+
+def convert(state: Dict[str, Tensor], config: Dict, vocabulary: MappedWordPiece, source: str,
+            config_source: str) -> Tuple[List[str], Dict[str, Tensor]]:
+    """``state``: their state dict (read from ``source``); ``config``: their
+    config.json (``config_source``). Returns the fairseq-train arguments (task
+    ``segabert_mlm``) and our state dict."""
+    try:
+        arguments = _arguments(config, is_segabert(state), config_source)
+    except KeyError as err:
+        raise ValueError(f"{config_source}: no {err.args[0]}") from None
+    try:
+        untied, converted = _convert(state, config, vocabulary, source)
+    except KeyError as err:
+        raise ValueError(f"{source}: no {err.args[0]} (not a BERT masked LM of this layout)") from None
+    return arguments + untied, converted
+
+
+def _convert(state, config, vocabulary, source):
+    """The arguments the state dict adds, and our state dict."""
+    segabert = is_segabert(state)
+    untied = []
+    word = state["bert.embeddings.word_embeddings.weight"]
+    if word.size(0) != len(vocabulary.index):
+        raise ValueError(f"{source}: {word.size(0)} word embeddings for a vocabulary of {len(vocabulary.index)}")
+    decoder = state.get("cls.predictions.decoder.weight", word)
+    if not torch.equal(decoder, word):
+        untied.append("--untie-weights-roberta")
+
+    def mapped(rows: Tensor) -> Tensor:
+        table = rows.new_zeros(rows.shape)
+        table[vocabulary.index] = rows
+        return table
+
+    prefix = "encoder.sentence_encoder."
+    converted = {prefix + "embed_tokens.weight": mapped(word), "encoder.lm_head.weight": mapped(decoder),
+                 "encoder.lm_head.bias": mapped(state["cls.predictions.bias"]),
+                 "encoder.token_type_embeddings.weight": state["bert.embeddings.token_type_embeddings.weight"],
+                 prefix + "layernorm_embedding.weight": state["bert.embeddings.LayerNorm.weight"],
+                 prefix + "layernorm_embedding.bias": state["bert.embeddings.LayerNorm.bias"]}
+    for kind in ("weight", "bias"):
+        converted[f"encoder.lm_head.dense.{kind}"] = state[f"cls.predictions.transform.dense.{kind}"]
+        converted[f"encoder.lm_head.layer_norm.{kind}"] = state[f"cls.predictions.transform.LayerNorm.{kind}"]
+    if segabert:
+        for ours, theirs in _SEGMENT_TABLES.items():
+            converted[f"encoder.segment_embeddings.{ours}.weight"] = state[f"bert.embeddings.{theirs}_embeddings.weight"]
+    else:
+        positions = state["bert.embeddings.position_embeddings.weight"]
+        converted[prefix + "embed_positions.weight"] = torch.cat([positions.new_zeros(2, positions.size(1)), positions])
+    for layer in range(config["num_hidden_layers"]):
+        converted.update(_layer_state(state, layer))
+    return untied, {key: value.float() for key, value in converted.items()}

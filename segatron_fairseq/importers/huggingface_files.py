@@ -1,0 +1,40 @@
+"""The files of a Hugging Face model directory (``save_pretrained``'s)."""
+import json
+import os
+from typing import Dict, Tuple
+
+import torch
+from torch import Tensor
+
+WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
+
+
+def find_file(directory: str, names: Tuple[str, ...], what: str) -> str:
+    """The first of ``names`` present in ``directory``."""
+    for name in names:
+        if os.path.isfile(os.path.join(directory, name)):
+            return os.path.join(directory, name)
+    raise FileNotFoundError(f"{directory}: no {what} ({' or '.join(names)})")
+
+
+def read_config(directory: str, model_type: str) -> Tuple[str, Dict]:
+    """``config.json`` (its path and contents); its ``model_type``, when it has
+    one, must be ``model_type`` (older configs, like the Segatron authors', have none)."""
+    path = find_file(directory, ("config.json",), "configuration")
+    try:
+        with open(path) as f:
+            config = json.load(f)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}: not JSON ({err})") from None
+    if config.get("model_type", model_type) != model_type:
+        raise ValueError(f"{path}: model_type is {config['model_type']!r}, not {model_type!r}")
+    return path, config
+
+
+def read_weights(directory: str) -> Tuple[str, Dict[str, Tensor]]:
+    """The state dict of ``model.safetensors`` or ``pytorch_model.bin`` (its path and tensors)."""
+    path = find_file(directory, WEIGHT_FILES, "weights")
+    if path.endswith(".safetensors"):
+        from safetensors.torch import load_file
+        return path, load_file(path)
+    return path, torch.load(path, map_location="cpu", weights_only=True)

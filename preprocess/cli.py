@@ -40,9 +40,15 @@ def get_parser() -> argparse.ArgumentParser:
                         "paragraph index runs over the split)")
     p.add_argument("--punkt-train-chars", type=int, default=5_000_000,
                    help="train Punkt on at most this many characters of the training split")
-    p.add_argument("--bpe", choices=("none", "sentencepiece"), default="none",
+    p.add_argument("--bpe", choices=("none", "sentencepiece", "wordpiece"), default="none",
                    help="sub-words: none keeps the whitespace tokens (as fairseq-preprocess); sentencepiece "
-                        "splits each sentence with a unigram sentencepiece model")
+                        "splits each sentence with a unigram sentencepiece model; wordpiece tokenizes as BERT "
+                        "does with --bpe-vocab")
+    p.add_argument("--bpe-vocab", help="--bpe wordpiece: BERT's vocab.txt (e.g. a segatron-import'ed model's); "
+                                       "copied into DESTDIR")
+    p.add_argument("--bpe-cased", action="store_true",
+                   help="--bpe wordpiece: keep case and accents (a cased BERT); by default text is lower-cased "
+                        "and accents are stripped, as for uncased BERT and SegaBERT")
     p.add_argument("--bpe-model", help="an existing sentencepiece model (else trained on the training split)")
     p.add_argument("--bpe-vocab-size", type=int, default=None,
                    help="pieces of the sentencepiece model trained when there is no --bpe-model (default 32000); "

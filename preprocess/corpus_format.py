@@ -9,6 +9,7 @@ it). Only numpy is imported here, so both sides can use it cheaply.
       {split}.sentence.bin / .idx
       {split}.token.bin / .idx
       sentencepiece.model               with --bpe sentencepiece
+      wordpiece-vocab.txt               with --bpe wordpiece (a copy of --bpe-vocab)
       punkt_tab/                        a trained Punkt model (NLTK's punkt_tab format);
                                         0.1.0 wrote punkt.json instead, still read
       segatron_preprocess.json          metadata: the run's settings and, per split, a summary and
@@ -50,13 +51,14 @@ def index_dtypes(stream_style: str) -> Dict[str, type]:
 DICT_FILE = "dict.txt"
 METADATA_FILE = "segatron_preprocess.json"
 SENTENCEPIECE_FILE = "sentencepiece.model"
+WORDPIECE_FILE = "wordpiece-vocab.txt"
 PUNKT_DIR = "punkt_tab"
 LEGACY_PUNKT_FILE = "punkt.json"
 
 # keys of METADATA_FILE
 INPUT_FORMAT, SENTENCE_SPLITTER, BPE, SPLITS = "input_format", "sentence_splitter", "bpe", "splits"
-STREAM_STYLE, BPE_VOCAB_SIZE = "stream_style", "bpe_vocab_size"
-NO_BPE = "none"
+STREAM_STYLE, BPE_VOCAB_SIZE, BPE_CASED = "stream_style", "bpe_vocab_size", "bpe_cased"
+NO_BPE, SENTENCEPIECE, WORDPIECE = "none", "sentencepiece", "wordpiece"
 # a split's manifest in SPLITS[split]: STATE is WRITING from before its files are replaced until
 # FILES (file name -> size in bytes) is written, last; splits of 0.1.0 have neither
 STATE, WRITING, COMPLETE, FILES = "state", "writing", "complete", "files"

@@ -9,8 +9,8 @@ import logging
 import os
 from typing import Dict, List, Optional, Tuple
 
-from .corpus_format import BPE, BPE_VOCAB_SIZE, DICT_FILE, INPUT_FORMAT, SENTENCE_SPLITTER, STREAM_STYLE, \
-    read_metadata
+from .corpus_format import BPE, BPE_CASED, BPE_VOCAB_SIZE, DICT_FILE, INPUT_FORMAT, SENTENCE_SPLITTER, \
+    SENTENCEPIECE, STREAM_STYLE, WORDPIECE, read_metadata
 from .errors import PreprocessError
 from .inputs import check_text_file, input_files, load_dictionary
 from .jobs import plan_jobs, run_jobs
@@ -49,10 +49,19 @@ def _log_summary(split: str, path: str, stats) -> None:
     )
 
 
+def _check_subword_options(args) -> None:
+    """Each sub-word option belongs to one --bpe."""
+    for option, value, bpe in (("--bpe-model", args.bpe_model, SENTENCEPIECE),
+                               ("--bpe-vocab", args.bpe_vocab, WORDPIECE), ("--bpe-cased", args.bpe_cased, WORDPIECE)):
+        if value and args.bpe != bpe:
+            raise PreprocessError(f"{option} needs --bpe {bpe}")
+
+
 def _check_recorded_settings(destdir: str, metadata: Dict, args) -> None:
     """Settings that must agree with the splits already in the destination."""
-    recorded = {BPE: metadata.get(BPE), STREAM_STYLE: metadata.get(STREAM_STYLE, "fairseq" if metadata else None)}
-    wanted = {BPE: args.bpe, STREAM_STYLE: args.stream_style}
+    recorded = {BPE: metadata.get(BPE), STREAM_STYLE: metadata.get(STREAM_STYLE, "fairseq" if metadata else None),
+                BPE_CASED: metadata.get(BPE_CASED)}
+    wanted = {BPE: args.bpe, STREAM_STYLE: args.stream_style, BPE_CASED: args.bpe_cased}
     for key, value in recorded.items():
         if value is not None and value != wanted[key]:
             option = "--" + key.replace("_", "-")
@@ -63,6 +72,7 @@ def _check_recorded_settings(destdir: str, metadata: Dict, args) -> None:
 def check_run(args) -> Tuple[List[Tuple[str, str]], Optional[object], Dict]:
     """Everything that can be checked before work starts: the inputs, the
     options, and the destination's recorded settings."""
+    _check_subword_options(args)
     splits = input_files(args.trainpref, args.validpref, args.testpref)
     for split, path in splits:
         check_text_file(path, split, args.input_format)
@@ -80,7 +90,8 @@ def run(args) -> None:
     splits, srcdict, metadata = check_run(args)
     from . import subwords
     from .binarize import Segmenter, Worker
-    from .resources import Resources, build_dictionary, resolve_dictionary, resolve_splitter, resolve_subwords
+    from .resources import (Resources, build_dictionary, resolve_dictionary, resolve_splitter, resolve_subwords,
+                            resolve_wordpiece)
 
     train_path = args.trainpref
     remove_abandoned(args.destdir)
@@ -105,8 +116,11 @@ def run(args) -> None:
                                                        metadata.get(SENTENCE_SPLITTER))
         logger.info(f"sentence splitter: {splitter_identity['name']} ({splitter_identity['source']}, sha256 "
                     f"{splitter_identity['sha256'][:12]})")
-        words = resolve_subwords(args.bpe, args.bpe_model, args.bpe_vocab_size, resources, train_path,
-                                 args.input_format, splitter, args.bpe_train_sentences)
+        if args.bpe == WORDPIECE:
+            words = resolve_wordpiece(args.bpe_vocab, args.bpe_cased, resources)
+        else:
+            words = resolve_subwords(args.bpe, args.bpe_model, args.bpe_vocab_size, resources, train_path,
+                                     args.input_format, splitter, args.bpe_train_sentences)
         segmenter = Segmenter(splitter, words, split_headings)
         if args.bpe != "none":
             dictionary = dictionary_for(segmenter)
@@ -122,5 +136,7 @@ def run(args) -> None:
                     STREAM_STYLE: args.stream_style}
         if args.bpe != "none":
             settings[BPE_VOCAB_SIZE] = words.vocab_size
+        if args.bpe == WORDPIECE:
+            settings[BPE_CASED] = args.bpe_cased
         commit(args.destdir, stage, resources.new, [s for s, _ in splits], settings, summaries)
     logger.info(f"wrote {', '.join(s for s, _ in splits)} to {args.destdir}")

@@ -13,7 +13,7 @@ from typing import Dict, Iterator, List, Optional
 
 from . import readers, sentences, subwords
 from .binarize import Segmenter, Worker
-from .corpus_format import DICT_FILE, PUNKT_DIR, SENTENCEPIECE_FILE
+from .corpus_format import DICT_FILE, PUNKT_DIR, SENTENCEPIECE_FILE, WORDPIECE_FILE
 from .errors import PreprocessError
 from .inputs import load_dictionary
 from .jobs import plan_jobs, run_jobs
@@ -86,8 +86,6 @@ def resolve_subwords(bpe: str, bpe_model: Optional[str], vocab_size: Optional[in
     sentences. A model, or a vocabulary size, that differs from the
     destination's is refused."""
     if bpe == "none":
-        if bpe_model:
-            raise PreprocessError("--bpe-model needs --bpe sentencepiece")
         return subwords.Words()
     existing = resources.existing(SENTENCEPIECE_FILE)
     if existing:
@@ -123,6 +121,23 @@ def resolve_subwords(bpe: str, bpe_model: Optional[str], vocab_size: Optional[in
     path = resources.staged(SENTENCEPIECE_FILE)
     subwords.train_sentencepiece(training_sentences(), vocab_size, path, train_sentences)
     return subwords.SentencePiece(path)
+
+
+def resolve_wordpiece(vocab: Optional[str], cased: bool, resources: Resources) -> "subwords.WordPiece":
+    """``--bpe wordpiece``: the destination's vocabulary, or ``vocab`` copied
+    there; a second, different vocabulary is refused."""
+    existing = resources.existing(WORDPIECE_FILE)
+    if existing:
+        if vocab and not _same_file(vocab, existing):
+            raise PreprocessError(f"{existing} is another WordPiece vocabulary than --bpe-vocab {vocab}; use "
+                                  "another --destdir")
+        return subwords.WordPiece(existing, cased)
+    if not vocab:
+        raise PreprocessError(f"--bpe wordpiece needs --bpe-vocab (BERT's vocab.txt): "
+                              f"{os.path.join(resources.destdir, WORDPIECE_FILE)} does not exist")
+    model = subwords.WordPiece(vocab, cased)
+    shutil.copyfile(vocab, resources.staged(WORDPIECE_FILE))
+    return model
 
 
 def _same_file(a: str, b: str) -> bool:

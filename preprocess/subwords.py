@@ -1,4 +1,5 @@
-"""Sub-word segmentation of sentences: none (whitespace words) or sentencepiece."""
+"""Sub-word segmentation of sentences: none (whitespace words), sentencepiece,
+or WordPiece (a BERT ``vocab.txt``, through the ``tokenizers`` library)."""
 import os
 import re
 from typing import Iterable, List, Optional, Tuple
@@ -69,15 +70,87 @@ class SentencePiece:
         return self.processor.GetPieceSize()
 
     def encode(self, text: str) -> List[str]:
-        if not self.keep:
-            return self.processor.EncodeAsPieces(text)
-        pieces = []
-        for part in re.split("(" + "|".join(re.escape(k) for k in self.keep) + ")", text):
-            if part in self.keep:
-                pieces.append(part)
-            elif part.strip():
-                pieces.extend(self.processor.EncodeAsPieces(part))
-        return pieces
+        return _encode_keeping(text, self.keep, self.processor.EncodeAsPieces)
+
+
+class WordPiece:
+    """``--bpe wordpiece``: BERT's tokenization with a ``vocab.txt`` (its
+    normalizer, lower-casing and accent stripping unless ``cased``, its split
+    at white space and punctuation, then the longest pieces of the vocabulary;
+    a word continues in pieces that start with ``##``)."""
+
+    is_whitespace = False
+
+    def __init__(self, vocab_path: str, cased: bool, keep: Tuple[str, ...] = ()):
+        from tokenizers import Tokenizer, normalizers, pre_tokenizers
+        from tokenizers.models import WordPiece as WordPieceModel
+
+        if not os.path.isfile(vocab_path):
+            raise PreprocessError(f"{vocab_path}: WordPiece vocabulary not found")
+        self.vocab_path, self.cased, self.keep = vocab_path, cased, tuple(keep)
+        try:
+            model = WordPieceModel.from_file(vocab_path, unk_token="[UNK]")
+        except Exception as err:  # tokenizers raises its own Exception type
+            raise PreprocessError(f"{vocab_path}: not a WordPiece vocabulary ({err})") from None
+        self.tokenizer = Tokenizer(model)
+        self.tokenizer.normalizer = normalizers.BertNormalizer(lowercase=not cased)
+        self.tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+
+    def __getstate__(self):
+        return {"vocab_path": self.vocab_path, "cased": self.cased, "keep": self.keep}
+
+    def __setstate__(self, state):
+        self.__init__(state["vocab_path"], state["cased"], state["keep"])
+
+    @staticmethod
+    def words_of(pieces: List[str]) -> Optional[List[str]]:
+        """The words of a paragraph's pieces (``##`` pieces joined to the one before)."""
+        words: List[str] = []
+        for piece in pieces:
+            if piece.startswith("##") and words:
+                words[-1] += piece[2:]
+            else:
+                words.append(piece)
+        return words
+
+    @staticmethod
+    def detokenize(pieces: List[str]) -> str:
+        return " ".join(pieces).replace(" ##", "")
+
+    @property
+    def vocab_size(self) -> int:
+        return self.tokenizer.get_vocab_size()
+
+    def encode(self, text: str) -> List[str]:
+        return _encode_keeping(text, self.keep,
+                               lambda part: self.tokenizer.encode(part, add_special_tokens=False).tokens)
+
+
+def _encode_keeping(text: str, keep: Tuple[str, ...], encode) -> List[str]:
+    """``encode(text)``, except that each symbol of ``keep`` stays one token."""
+    if not keep:
+        return encode(text)
+    pieces = []
+    for part in re.split("(" + "|".join(re.escape(k) for k in keep) + ")", text):
+        if part in keep:
+            pieces.append(part)
+        elif part.strip():
+            pieces.extend(encode(part))
+    return pieces
+
+
+def of_corpus(directory: str, metadata: dict, keep: Tuple[str, ...] = ()):
+    """The sub-words a ``segatron-preprocess`` directory was binarized with
+    (``metadata``: its ``segatron_preprocess.json``; a directory without one
+    holds a sentencepiece model or whitespace words)."""
+    from .corpus_format import BPE, BPE_CASED, SENTENCEPIECE_FILE, WORDPIECE, WORDPIECE_FILE
+
+    if metadata.get(BPE) == WORDPIECE:
+        return WordPiece(os.path.join(directory, WORDPIECE_FILE), metadata.get(BPE_CASED, False), keep)
+    sentencepiece_model = os.path.join(directory, SENTENCEPIECE_FILE)
+    if os.path.isfile(sentencepiece_model) or metadata.get(BPE, "none") != "none":
+        return SentencePiece(sentencepiece_model, keep)
+    return Words()
 
 
 def train_sentencepiece(sentences: Iterable[str], vocab_size: int, model_path: str, max_sentences: int) -> None:

@@ -12,15 +12,12 @@ import numpy as np
 from . import readers, sentences, subwords
 from .binarize import Segmenter, Stats, items
 from .corpus_format import (
-    BPE,
     DICT_FILE,
     INPUT_FORMAT,
     LEGACY_PUNKT_FILE,
     METADATA_FILE,
-    NO_BPE,
     PUNKT_DIR,
     SENTENCE_SPLITTER,
-    SENTENCEPIECE_FILE,
     STREAM_STYLE,
     paragraph_starts,
     read_metadata,
@@ -79,8 +76,7 @@ class TextEncoder:
             from fairseq.data import Dictionary
 
             dictionary = Dictionary.load(os.path.join(directory, DICT_FILE))
-        words = subwords.Words() if metadata.get(BPE, NO_BPE) == NO_BPE else \
-            subwords.SentencePiece(os.path.join(directory, SENTENCEPIECE_FILE), keep)
+        words = subwords.of_corpus(directory, metadata, keep)
         self.stream_style = metadata.get(STREAM_STYLE, "fairseq")
         self.input_format = metadata.get(INPUT_FORMAT, "lines")
         self.segmenter = Segmenter(_splitter(directory, metadata.get(SENTENCE_SPLITTER)), words,

@@ -9,7 +9,7 @@ import torch
 from fairseq.data import Dictionary
 from fairseq.dataclass import FairseqDataclass
 from omegaconf import II
-from segatron_preprocess.corpus_format import BPE, DICT_FILE, METADATA_FILE, NO_BPE, read_metadata
+from segatron_preprocess.corpus_format import BPE, DICT_FILE, METADATA_FILE, NO_BPE, WORDPIECE, read_metadata
 
 MASK_SYMBOL = "<mask>"
 
@@ -38,7 +38,8 @@ def load_dictionary_with_mask(data: str) -> Dictionary:
 def whole_word_starts(data: str, dictionary: Dictionary) -> torch.Tensor:
     """(len(dictionary),) uint8, 1 for symbols that begin a word: every symbol
     when the corpus was binarized without sub-words, sentencepiece pieces
-    starting with ▁ (and the special symbols) otherwise."""
+    starting with ▁, WordPiece pieces not starting with ## (and the special
+    symbols) otherwise."""
     metadata = read_metadata(data)
     if not metadata:
         raise ValueError(f"--mask-whole-words: {os.path.join(data, METADATA_FILE)} is missing, so it is unknown "
@@ -46,6 +47,9 @@ def whole_word_starts(data: str, dictionary: Dictionary) -> torch.Tensor:
                          f"with segatron-preprocess")
     if metadata.get(BPE, NO_BPE) == NO_BPE:
         return torch.ones(len(dictionary), dtype=torch.uint8)
-    starts = [i < dictionary.nspecial or dictionary[i].startswith("\u2581") or dictionary[i] == MASK_SYMBOL
-              for i in range(len(dictionary))]
+    if metadata[BPE] == WORDPIECE:
+        starts = [not dictionary[i].startswith("##") for i in range(len(dictionary))]
+    else:
+        starts = [i < dictionary.nspecial or dictionary[i].startswith("\u2581") or dictionary[i] == MASK_SYMBOL
+                  for i in range(len(dictionary))]
     return torch.tensor(starts, dtype=torch.uint8)

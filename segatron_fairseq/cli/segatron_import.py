@@ -4,6 +4,7 @@
     segatron-import hf-transformer-xl --model-dir transfo-xl-wt103 --out DIR
     segatron-import authors-segabert --model-dir segabert-base --out DIR
     segatron-import hf-bert --model-dir bert-base-uncased --out DIR
+    segatron-import authors-cross-thought --checkpoint cross-thought.pt --dict dict.txt --out DIR
 
 write DIR/dict.txt and DIR/checkpoint.pt. Binarize text with ``segatron-preprocess --srcdict DIR/dict.txt``
 and evaluate with ``fairseq-eval-lm DATA --path DIR/checkpoint.pt --task segatron_lm``.
@@ -60,6 +61,24 @@ def _bert(args, segabert: bool) -> str:
     return write_checkpoint(args.out, vocabulary.dictionary, "segabert_mlm", arguments, converted)
 
 
+def _authors_cross_thought(args) -> str:
+    import torch
+    from fairseq.data import Dictionary
+
+    from segatron_fairseq.importers import authors_cross_thought
+    from segatron_fairseq.importers.fairseq_checkpoint import write_checkpoint
+    from segatron_fairseq.tasks.masking import MASK_SYMBOL
+
+    dictionary = Dictionary.load(args.dict)
+    # their checkpoint holds an argparse Namespace and fairseq's own objects: load it only if you trust it
+    checkpoint = torch.load(args.checkpoint, map_location="cpu", weights_only=False)
+    if not isinstance(checkpoint, dict):
+        raise ValueError(f"{args.checkpoint}: not a fairseq checkpoint")
+    num_words = len(dictionary) + (MASK_SYMBOL not in dictionary.indices)
+    arguments, converted = authors_cross_thought.convert(checkpoint, num_words, args.checkpoint)
+    return write_checkpoint(args.out, dictionary, "cross_thought_mlm", arguments, converted)
+
+
 def cli_main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="segatron-import", description=__doc__.splitlines()[0],
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
@@ -87,6 +106,12 @@ def cli_main(argv=None) -> None:
                                 help="config.json, model.safetensors or pytorch_model.bin, vocab.txt")
         subcommand.add_argument("--out", required=True, help="output directory (dict.txt, checkpoint.pt)")
         subcommand.set_defaults(run=functools.partial(_bert, segabert=segabert))
+    cross = formats.add_parser("authors-cross-thought", help="the Cross-Thought authors' released checkpoint "
+                               "(their fairseq 0.10 RoBERTa)")
+    cross.add_argument("--checkpoint", required=True, help="their checkpoint (fairseq's torch.save format)")
+    cross.add_argument("--dict", required=True, help="the dict.txt it was trained with (RoBERTa's)")
+    cross.add_argument("--out", required=True, help="output directory (dict.txt, checkpoint.pt)")
+    cross.set_defaults(run=_authors_cross_thought)
     args = parser.parse_args(argv)
     try:
         path = args.run(args)

@@ -41,6 +41,7 @@ setup(
             "segatron-plot = segatron_fairseq.cli.plot:cli_main",
             "cross-thought-rank = segatron_fairseq.cli.cross_thought_rank:cli_main",
             "segatron-import = segatron_fairseq.cli.segatron_import:cli_main",
+            "segatron-export = segatron_fairseq.cli.segatron_export:cli_main",
         ],
     },
 )

@@ -1,0 +1,95 @@
+"""segatron-export hf: our segabert models as Hugging Face directories, loaded by transformers==4.35.2 (remote code
+for SegaBERT, plain BertForMaskedLM for the BERT baseline); features and MLM logits equal ours to 1e-5, and the
+exported tokenizer gives the ids our text encoder gives."""
+import pytest
+import torch
+
+from conftest import run_cli
+from test_huggingface_importers import _bert_vocab
+from test_wordpiece import SEGABERT, TEXT
+
+pytestmark = pytest.mark.skipif(not SEGABERT.is_dir(), reason="../shared/fixtures/authors is absent")
+
+
+def _corpus(tmp, model_dir, vocab):
+    (tmp / "text.txt").write_text(TEXT * 4)
+    run_cli("segatron-preprocess", "--input-format", "lines", "--trainpref", tmp / "text.txt", "--srcdict",
+            model_dir / "dict.txt", "--bpe", "wordpiece", "--bpe-vocab", vocab, "--destdir", tmp / "bin")
+    return tmp / "bin"
+
+
+def _ours(checkpoint, corpus):
+    from segatron_fairseq.models.segabert import SegaBERTModel
+
+    return SegaBERTModel.from_pretrained(str(checkpoint.parent), checkpoint.name, str(corpus))
+
+
+def test_segabert_exports_to_remote_code_that_transformers_loads(tmp_path):
+    from transformers import AutoModel, AutoModelForMaskedLM, AutoTokenizer
+
+    run_cli("segatron-import", "authors-segabert", "--model-dir", SEGABERT, "--out", tmp_path / "model")
+    corpus = _corpus(tmp_path, tmp_path / "model", SEGABERT / "vocab.txt")
+    run_cli("segatron-export", "hf", "--checkpoint", tmp_path / "model" / "checkpoint.pt", "--data", corpus,
+            "--out", tmp_path / "hf")
+    hub = _ours(tmp_path / "model" / "checkpoint.pt", corpus)
+    text = "The w1s w2ed at her. He was w4ing the w5 of it.\nShe is w7 with his."
+    encoded = hub.encode(text)
+    tokenizer = AutoTokenizer.from_pretrained(tmp_path / "hf")
+    assert tokenizer(text.replace("\n", " "))["input_ids"] == encoded["src_tokens"][0].tolist()
+    inputs = dict(input_ids=encoded["src_tokens"], paragraph_index=encoded["paragraph_index"],
+                  sentence_index=encoded["sentence_index"], token_index=encoded["token_index"])
+    assert inputs["paragraph_index"].max() == 1 and inputs["sentence_index"].max() == 1
+    with torch.no_grad():
+        features = hub.extract_features(encoded)
+        logits, _ = hub.model(**encoded)
+        exported = AutoModel.from_pretrained(tmp_path / "hf", trust_remote_code=True).eval()
+        torch.testing.assert_close(exported(**inputs).last_hidden_state, features, rtol=0, atol=1e-5)
+        exported_mlm = AutoModelForMaskedLM.from_pretrained(tmp_path / "hf", trust_remote_code=True).eval()
+        torch.testing.assert_close(exported_mlm(**inputs).logits, logits, rtol=0, atol=1e-5)
+        pair = hub.encode("The w1s w2ed at her.", "She is w7 with his.")
+        pair_inputs = {"input_ids": pair["src_tokens"], "token_type_ids": pair["token_type"],
+                       **{f"{n}_index": pair[f"{n}_index"] for n in ("paragraph", "sentence", "token")}}
+        torch.testing.assert_close(exported_mlm(**pair_inputs).logits, hub.model(**pair)[0], rtol=0, atol=1e-5)
+
+
+def test_bert_baseline_exports_to_plain_bert_for_masked_lm(tmp_path):
+    from transformers import BertConfig, BertForMaskedLM, BertTokenizer
+
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=60, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                        intermediate_size=64, max_position_embeddings=40, hidden_dropout_prob=0.0,
+                        attention_probs_dropout_prob=0.0)
+    original = BertForMaskedLM(config)
+    with torch.no_grad():
+        for name, parameter in original.named_parameters():
+            parameter.normal_(1.0 if "LayerNorm.weight" in name else 0.0, 0.3)
+    original.save_pretrained(tmp_path / "original")
+    (tmp_path / "original" / "vocab.txt").write_text("\n".join(_bert_vocab(60)) + "\n")
+    run_cli("segatron-import", "hf-bert", "--model-dir", tmp_path / "original", "--out", tmp_path / "model")
+    words = " ".join(f"tok{i}" for i in range(5, 40))
+    (tmp_path / "text.txt").write_text(f"{words} tok7ing.\n{words} tok9s tok1000.\n")
+    run_cli("segatron-preprocess", "--input-format", "lines", "--trainpref", tmp_path / "text.txt", "--srcdict",
+            tmp_path / "model" / "dict.txt", "--bpe", "wordpiece", "--bpe-vocab", tmp_path / "original" / "vocab.txt",
+            "--bpe-cased", "--destdir", tmp_path / "bin")
+    run_cli("segatron-export", "hf", "--checkpoint", tmp_path / "model" / "checkpoint.pt", "--data",
+            tmp_path / "bin", "--out", tmp_path / "hf")
+    assert not (tmp_path / "hf" / "modeling_segabert.py").exists()
+    hub = _ours(tmp_path / "model" / "checkpoint.pt", tmp_path / "bin")
+    pair = hub.encode("tok5 tok6s tok7", "tok8 tok9ing tok1000")
+    tokenizer = BertTokenizer.from_pretrained(tmp_path / "hf")
+    assert tokenizer("tok5 tok6s tok7", "tok8 tok9ing tok1000")["input_ids"] == pair["src_tokens"][0].tolist()
+    exported = BertForMaskedLM.from_pretrained(tmp_path / "hf").eval()
+    with torch.no_grad():
+        theirs = exported(input_ids=pair["src_tokens"], token_type_ids=pair["token_type"]).logits
+        torch.testing.assert_close(theirs, hub.model(**pair)[0], rtol=0, atol=1e-5)
+        features = exported.bert(input_ids=pair["src_tokens"], token_type_ids=pair["token_type"]).last_hidden_state
+        torch.testing.assert_close(features, hub.extract_features(pair), rtol=0, atol=1e-5)
+
+
+def test_export_refuses_what_it_cannot_write(tmp_path):
+    (tmp_path / "taken").mkdir()
+    run_cli("segatron-import", "authors-segabert", "--model-dir", SEGABERT, "--out", tmp_path / "model")
+    corpus = _corpus(tmp_path, tmp_path / "model", SEGABERT / "vocab.txt")
+    out = run_cli("segatron-export", "hf", "--checkpoint", tmp_path / "model" / "checkpoint.pt", "--data", corpus,
+                  "--out", tmp_path / "taken", expect_ok=False)
+    assert "taken exists; choose a new directory" in out

@@ -16,7 +16,9 @@ CONFIG_DIR = str(ROOT / "segatron_fairseq" / "config")
 WT103_CONFIGS = [("segatron_xl_wt103_base", "wt103_base", "segatron_xl"),
                  ("transformer_xl_wt103_base", "wt103_base", "transformer_xl"),
                  ("segatron_xl_wt103_large", "wt103_large", "segatron_xl"),
-                 ("transformer_xl_wt103_large", "wt103_large", "transformer_xl")]
+                 ("transformer_xl_wt103_large", "wt103_large", "transformer_xl"),
+                 ("segatron_xl_wt103_base_authors", "wt103_base", "segatron_xl"),
+                 ("segatron_xl_wt103_large_authors", "wt103_large", "segatron_xl")]
 
 
 def test_every_wt103_yaml_is_tested():
@@ -38,6 +40,9 @@ def test_wt103_configs_compose_with_paper_settings(name, preset, model):
     for key, value in TRAINING_PRESETS[preset].items():
         found = OmegaConf.select(cfg, key)
         assert (list(found) if isinstance(value, list) else found) == value, key
+    authors = name.endswith("_authors")  # their distances and their adaptive softmax's biases
+    assert (cfg.model.segment_distance_origin == "window_end") == authors
+    assert cfg.model.tie_adaptive_weights and not cfg.model.per_layer_position_biases
 
 
 @pytest.mark.parametrize("arch,preset,model", [("segatron_xl_wt103_base", "wt103_base", "segatron_xl"),

@@ -93,3 +93,65 @@ def test_export_refuses_what_it_cannot_write(tmp_path):
     out = run_cli("segatron-export", "hf", "--checkpoint", tmp_path / "model" / "checkpoint.pt", "--data", corpus,
                   "--out", tmp_path / "taken", expect_ok=False)
     assert "taken exists; choose a new directory" in out
+
+
+def _cross_thought_checkpoint(tmp_path, native):
+    """The imported authors' layout (shared special embedding and cross layer), or a model of ours with N special
+    embeddings, two cross layers per special index and --cross-mask-self; dict.txt w0..w19."""
+    from fairseq import options, tasks
+    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+
+    from segatron_fairseq import PLUGIN_DIR
+    from segatron_fairseq.importers.fairseq_checkpoint import write_checkpoint
+    from test_cross_thought_import import WORDS, _their_checkpoint
+
+    (tmp_path / "dict.txt").write_text("".join(f"{w} {100 - i}\n" for i, w in enumerate(WORDS)))
+    if not native:
+        torch.save(_their_checkpoint(4 + len(WORDS) + 1), tmp_path / "ct.pt")
+        run_cli("segatron-import", "authors-cross-thought", "--checkpoint", tmp_path / "ct.pt", "--dict",
+                tmp_path / "dict.txt", "--out", tmp_path / "model")
+        return tmp_path / "model" / "checkpoint.pt"
+    arguments = ["--arch", "cross_thought_tiny", "--cross-layers", "2", "--cross-mask-self", "--max-positions", "40"]
+    args = options.parse_args_and_arch(options.get_training_parser(), [
+        str(tmp_path), "--user-dir", PLUGIN_DIR, "--task", "cross_thought_mlm", *arguments])
+    task = tasks.setup_task(convert_namespace_to_omegaconf(args).task)
+    model = task.build_model(args)
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.add_(torch.randn_like(parameter) * 0.1)
+    return write_checkpoint(str(tmp_path / "model"), task.dictionary.__class__.load(str(tmp_path / "dict.txt")),
+                            "cross_thought_mlm", arguments, model.state_dict())
+
+
+@pytest.mark.parametrize("native", [False, True])
+def test_cross_thought_exports_with_an_encode_of_its_special_states(tmp_path, native):
+    import pathlib
+
+    from fairseq import checkpoint_utils
+    from transformers import AutoModelForMaskedLM, AutoTokenizer
+
+    checkpoint = pathlib.Path(_cross_thought_checkpoint(tmp_path, native))
+    (tmp_path / "text.txt").write_text(" ".join(f"w{i % 20}" for i in range(200)) + "\n")
+    run_cli("segatron-preprocess", "--input-format", "lines", "--trainpref", tmp_path / "text.txt", "--srcdict",
+            tmp_path / "dict.txt", "--destdir", tmp_path / "bin")
+    run_cli("segatron-export", "hf", "--checkpoint", checkpoint, "--data", tmp_path / "bin", "--out", tmp_path / "hf")
+    models, _, task = checkpoint_utils.load_model_ensemble_and_task([str(checkpoint)],
+                                                                    arg_overrides={"data": str(tmp_path / "bin")})
+    model = models[0].eval()
+    tokenizer = AutoTokenizer.from_pretrained(tmp_path / "hf")
+    assert tokenizer("w3 w17 w999", add_special_tokens=False)["input_ids"] == [
+        task.dictionary.index("w3"), task.dictionary.index("w17"), task.dictionary.unk()]
+    pad = task.dictionary.pad()
+    tokens = torch.randint(4, 24, (2, 4, 7), generator=torch.Generator().manual_seed(3))
+    tokens[0, 1, 5:] = pad  # a shorter sequence
+    tokens[1, 3] = pad  # a missing one
+    exported = AutoModelForMaskedLM.from_pretrained(tmp_path / "hf", trust_remote_code=True).eval()
+    with torch.no_grad():
+        ours, extra = model(tokens)
+        theirs = exported(tokens).logits
+        real = tokens.ne(pad)
+        torch.testing.assert_close(theirs[real], ours[real], rtol=0, atol=1e-5)
+        present = real.any(-1)
+        torch.testing.assert_close(exported.encode(tokens)[present], extra["cross_states"][present], rtol=0, atol=1e-5)
+        torch.testing.assert_close(exported.encode(tokens, cross=False)[present],
+                                   extra["sequence_embeddings"][present], rtol=0, atol=1e-5)

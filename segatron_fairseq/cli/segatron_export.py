@@ -3,7 +3,8 @@
     segatron-export hf --checkpoint checkpoint_best.pt --data CORPUS --out DIR
 
 writes a Hugging Face directory: ``BertForMaskedLM`` for a segabert_bert_* model,
-``SegaBertForMaskedLM`` (remote code, ``trust_remote_code=True``) for SegaBERT.
+``SegaBertForMaskedLM`` for SegaBERT and ``CrossThoughtForMaskedLM`` for Cross-Thought
+(remote code, ``trust_remote_code=True``).
 CORPUS is the segatron-preprocess directory whose sub-words the tokenizer files
 reproduce (--bpe wordpiece or none).
 """
@@ -16,17 +17,20 @@ def _hf(args) -> str:
     from segatron_preprocess import subwords
     from segatron_preprocess.corpus_format import read_metadata
 
-    from segatron_fairseq.exporters.huggingface_bert import export
+    from segatron_fairseq.exporters import huggingface_bert, huggingface_cross_thought
+    from segatron_fairseq.models.cross_thought import CrossThoughtModel
     from segatron_fairseq.models.segabert import SegaBERTModel
 
     models, _, task = checkpoint_utils.load_model_ensemble_and_task([args.checkpoint],
                                                                     arg_overrides={"data": args.data})
     model = models[0]
-    if not isinstance(model, SegaBERTModel):
-        raise NotImplementedError(f"{args.checkpoint}: a {type(model).__name__}; only segabert models export to "
-                                  "Hugging Face so far (Segatron-XL's memory and segment distances have no "
-                                  "Hugging Face class)")
-    export(model.eval(), task.source_dictionary, subwords.of_corpus(args.data, read_metadata(args.data)), args.out)
+    exporters = {SegaBERTModel: huggingface_bert, CrossThoughtModel: huggingface_cross_thought}
+    exporter = next((e for kind, e in exporters.items() if isinstance(model, kind)), None)
+    if exporter is None:
+        raise NotImplementedError(f"{args.checkpoint}: a {type(model).__name__}, which has no Hugging Face "
+                                  "class (Segatron-XL's memory and segment distances have none)")
+    words = subwords.of_corpus(args.data, read_metadata(args.data))
+    exporter.export(model.eval(), task.source_dictionary, words, args.out)
     return args.out
 
 
@@ -34,8 +38,8 @@ def cli_main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="segatron-export", description=__doc__.splitlines()[0],
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     formats = parser.add_subparsers(dest="format", required=True)
-    hf = formats.add_parser("hf", help="a segabert checkpoint as a Hugging Face directory")
-    hf.add_argument("--checkpoint", required=True, help="a segabert_mlm checkpoint")
+    hf = formats.add_parser("hf", help="a segabert or cross_thought checkpoint as a Hugging Face directory")
+    hf.add_argument("--checkpoint", required=True, help="a checkpoint of a segabert or cross_thought model")
     hf.add_argument("--data", required=True, help="its corpus (segatron-preprocess directory: dict.txt, sub-words)")
     hf.add_argument("--out", required=True, help="the directory to write (must not exist)")
     hf.set_defaults(run=_hf)

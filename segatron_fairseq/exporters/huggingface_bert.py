@@ -10,32 +10,24 @@
     encoder.segment_embeddings.*             segabert.embeddings.index_embeddings.*
     E.layers.N.self_attn.{q,k,v}_proj        {p}.encoder.layer.N.attention.self.{query,key,value}
     ...                                      (the rest of BERT's names)
-The ids stay ours; ``vocab.txt`` lists the dictionary with fairseq's specials
-renamed to BERT's, so BERT's tokenizer gives the ids our text encoder gives.
+The ids stay ours (``huggingface_directory.tokenizer_files``).
 """
-import json
 import os
-import shutil
 from typing import Dict
 
-import torch
 from torch import Tensor
+
+from .huggingface_directory import ACTIVATIONS, layer_state, lm_head_state, tokenizer_files, write_directory
 
 REMOTE_CODE_DIR = os.path.join(os.path.dirname(__file__), "hf_segabert")
 REMOTE_CODE_FILES = ("configuration_segabert.py", "modeling_segabert.py")
-BERT_NAMES = {"<s>": "[CLS]", "<pad>": "[PAD]", "</s>": "[SEP]", "<unk>": "[UNK]", "<mask>": "[MASK]"}
-_LAYER_KEYS = {"self_attn.q_proj": "attention.self.query", "self_attn.k_proj": "attention.self.key",
-               "self_attn.v_proj": "attention.self.value", "self_attn.out_proj": "attention.output.dense",
-               "self_attn_layer_norm": "attention.output.LayerNorm", "fc1": "intermediate.dense",
-               "fc2": "output.dense", "final_layer_norm": "output.LayerNorm"}
-_ACTIVATIONS = ("gelu", "relu")
 
 
 def _check(args) -> None:
     if getattr(args, "encoder_normalize_before", False):
         raise NotImplementedError("a pre-norm encoder (--encoder-normalize-before) has no BERT class")
-    if args.activation_fn not in _ACTIVATIONS:
-        raise NotImplementedError(f"--activation-fn {args.activation_fn} (BERT's: {', '.join(_ACTIVATIONS)})")
+    if args.activation_fn not in ACTIVATIONS:
+        raise NotImplementedError(f"--activation-fn {args.activation_fn} (BERT's: {', '.join(ACTIVATIONS)})")
 
 
 def _config(model, dictionary, segabert: bool) -> Dict:
@@ -73,13 +65,7 @@ def _state(model, prefix: str, segabert: bool) -> Dict[str, Tensor]:
     state = {embeddings + "word_embeddings.weight": ours[e + "embed_tokens.weight"],
              embeddings + "token_type_embeddings.weight": token_types,
              embeddings + "LayerNorm.weight": ours[e + "layernorm_embedding.weight"],
-             embeddings + "LayerNorm.bias": ours[e + "layernorm_embedding.bias"],
-             "cls.predictions.decoder.weight": ours["encoder.lm_head.weight"],
-             "cls.predictions.bias": ours["encoder.lm_head.bias"],
-             "cls.predictions.decoder.bias": ours["encoder.lm_head.bias"]}
-    for kind in ("weight", "bias"):
-        state[f"cls.predictions.transform.dense.{kind}"] = ours[f"encoder.lm_head.dense.{kind}"]
-        state[f"cls.predictions.transform.LayerNorm.{kind}"] = ours[f"encoder.lm_head.layer_norm.{kind}"]
+             embeddings + "LayerNorm.bias": ours[e + "layernorm_embedding.bias"], **lm_head_state(ours)}
     if segabert:
         for name in model.encoder.segment_embeddings:
             state[embeddings + f"index_embeddings.{name}.weight"] = ours[f"encoder.segment_embeddings.{name}.weight"]
@@ -87,60 +73,16 @@ def _state(model, prefix: str, segabert: bool) -> Dict[str, Tensor]:
         state[embeddings + "position_embeddings.weight"] = ours[e + "embed_positions.weight"][
             model.encoder.sentence_encoder.padding_idx + 1:]
     for layer in range(model.args.encoder_layers):
-        for our_name, their_name in _LAYER_KEYS.items():
-            for kind in ("weight", "bias"):
-                state[f"{prefix}.encoder.layer.{layer}.{their_name}.{kind}"] = \
-                    ours[f"{e}layers.{layer}.{our_name}.{kind}"]
-    return {key: value.detach().float().contiguous().clone() for key, value in state.items()}
-
-
-def _tokenizer_files(dictionary, subwords, max_length: int) -> Dict[str, str]:
-    """vocab.txt and tokenizer_config.json for BERT's tokenizer: WordPiece as
-    the corpus's, or whitespace words (no basic tokenization, no case change)."""
-    from segatron_preprocess import subwords as kinds
-
-    if isinstance(subwords, kinds.WordPiece):
-        settings = {"do_lower_case": not subwords.cased, "do_basic_tokenize": True}
-    elif isinstance(subwords, kinds.Words):
-        settings = {"do_lower_case": False, "do_basic_tokenize": False}
-    else:
-        raise NotImplementedError("the corpus's sentencepiece model has no BERT tokenizer: export works for "
-                                  "corpora binarized with --bpe wordpiece or --bpe none")
-    symbols = [BERT_NAMES.get(symbol, symbol) for symbol in dictionary.symbols]
-    clashes = [s for s in dictionary.symbols if s in BERT_NAMES.values()]
-    if clashes:
-        raise ValueError(f"the dictionary holds {clashes[0]}, which BERT's tokenizer reserves")
-    config = {"tokenizer_class": "BertTokenizer", "model_max_length": max_length, **settings,
-              **{f"{kind}_token": name for kind, name in (("cls", "[CLS]"), ("sep", "[SEP]"), ("pad", "[PAD]"),
-                                                          ("unk", "[UNK]"), ("mask", "[MASK]"))}}
-    return {"vocab.txt": "".join(s + "\n" for s in symbols), "tokenizer_config.json": json.dumps(config, indent=2)}
+        state.update(layer_state(ours, f"{e}layers.{layer}.", f"{prefix}.encoder.layer.{layer}."))
+    return state
 
 
 def export(model, dictionary, subwords, out_dir: str) -> None:
     """Write ``out_dir`` (which must not exist): config.json, model.safetensors,
-    the tokenizer files and, for SegaBERT, the remote code. Written into a
-    sibling directory first, so a failed export leaves nothing behind."""
-    from safetensors.torch import save_file
-
-    if os.path.exists(out_dir):
-        raise FileExistsError(f"{out_dir} exists; choose a new directory")
+    the tokenizer files and, for SegaBERT, the remote code."""
     _check(model.args)
     segabert = model.encoder.segment_positions
     config = _config(model, dictionary, segabert)
-    files = _tokenizer_files(dictionary, subwords, config["max_position_embeddings"])
-    staging = out_dir.rstrip("/") + ".partial"
-    shutil.rmtree(staging, ignore_errors=True)
-    os.makedirs(staging)
-    try:
-        save_file(_state(model, "segabert" if segabert else "bert", segabert),
-                  os.path.join(staging, "model.safetensors"), metadata={"format": "pt"})
-        files["config.json"] = json.dumps(config, indent=2)
-        for name, text in files.items():
-            with open(os.path.join(staging, name), "w", encoding="utf-8") as f:
-                f.write(text)
-        if segabert:
-            for name in REMOTE_CODE_FILES:
-                shutil.copyfile(os.path.join(REMOTE_CODE_DIR, name), os.path.join(staging, name))
-        os.replace(staging, out_dir)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    files = tokenizer_files(dictionary, subwords, config["max_position_embeddings"])
+    write_directory(out_dir, config, _state(model, "segabert" if segabert else "bert", segabert), files,
+                    REMOTE_CODE_DIR, REMOTE_CODE_FILES if segabert else ())

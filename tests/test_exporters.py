@@ -84,6 +84,14 @@ def test_bert_baseline_exports_to_plain_bert_for_masked_lm(tmp_path):
         torch.testing.assert_close(theirs, hub.model(**pair)[0], rtol=0, atol=1e-5)
         features = exported.bert(input_ids=pair["src_tokens"], token_type_ids=pair["token_type"]).last_hidden_state
         torch.testing.assert_close(features, hub.extract_features(pair), rtol=0, atol=1e-5)
+    # and back: the export imports into the same model
+    run_cli("segatron-import", "hf-bert", "--model-dir", tmp_path / "hf", "--out", tmp_path / "again")
+    assert (tmp_path / "again" / "dict.txt").read_text() == (tmp_path / "model" / "dict.txt").read_text()
+    again = torch.load(tmp_path / "again" / "checkpoint.pt", weights_only=False)["model"]
+    first = torch.load(tmp_path / "model" / "checkpoint.pt", weights_only=False)["model"]
+    assert again.keys() == first.keys()
+    for key in first:
+        torch.testing.assert_close(again[key], first[key], rtol=0, atol=0, msg=key)
 
 
 def test_export_refuses_what_it_cannot_write(tmp_path):

@@ -180,17 +180,12 @@ class SegatronXLDecoder(FairseqIncrementalDecoder):
         self.adaptive_softmax = None
         if cfg.adaptive_softmax_cutoff:
             cutoff = utils.eval_str_list(cfg.adaptive_softmax_cutoff, type=int)
-            if cfg.adaptive_softmax_bias:
-                if cfg.tie_adaptive_weights:
-                    raise ValueError("--adaptive-softmax-bias cannot be combined with --tie-adaptive-weights")
-                self.adaptive_softmax = BiasedAdaptiveSoftmax(len(dictionary), d, cutoff, cfg.adaptive_softmax_dropout,
-                                                              factor=cfg.adaptive_softmax_factor)
-            else:
-                self.adaptive_softmax = AdaptiveSoftmax(
-                    len(dictionary), d, cutoff, cfg.adaptive_softmax_dropout, factor=cfg.adaptive_softmax_factor,
-                    adaptive_inputs=embed_tokens if cfg.tie_adaptive_weights else None,
-                    tie_proj=cfg.tie_adaptive_proj,
-                )
+            softmax = BiasedAdaptiveSoftmax if cfg.adaptive_softmax_bias else AdaptiveSoftmax
+            self.adaptive_softmax = softmax(
+                len(dictionary), d, cutoff, cfg.adaptive_softmax_dropout, factor=cfg.adaptive_softmax_factor,
+                adaptive_inputs=embed_tokens if cfg.tie_adaptive_weights else None,
+                tie_proj=cfg.tie_adaptive_proj,
+            )
         self._memory: Dict[bool, _Memory] = {}
         self.generation: Optional[GenerationSetup] = None  # set for fairseq's SequenceGenerator
         self._init_weights()

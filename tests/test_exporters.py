@@ -105,43 +105,33 @@ def test_export_refuses_what_it_cannot_write(tmp_path):
 
 def _cross_thought_checkpoint(tmp_path, native):
     """The imported authors' layout (shared special embedding and cross layer), or a model of ours with N special
-    embeddings, two cross layers per special index and --cross-mask-self; dict.txt w0..w19."""
-    from fairseq import options, tasks
-    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
-
-    from segatron_fairseq import PLUGIN_DIR
-    from segatron_fairseq.importers.fairseq_checkpoint import write_checkpoint
+    embeddings, two cross layers per special index and --cross-mask-self, after one update; dict.txt w0..w19 and
+    a corpus of those words."""
+    from conftest import PLUGIN_DIR
     from test_cross_thought_import import WORDS, _their_checkpoint
 
     (tmp_path / "dict.txt").write_text("".join(f"{w} {100 - i}\n" for i, w in enumerate(WORDS)))
+    (tmp_path / "text.txt").write_text(" ".join(f"w{i % 20}" for i in range(200)) + "\n")
+    run_cli("segatron-preprocess", "--input-format", "lines", "--trainpref", tmp_path / "text.txt", "--validpref",
+            tmp_path / "text.txt", "--srcdict", tmp_path / "dict.txt", "--destdir", tmp_path / "bin")
     if not native:
         torch.save(_their_checkpoint(4 + len(WORDS) + 1), tmp_path / "ct.pt")
         run_cli("segatron-import", "authors-cross-thought", "--checkpoint", tmp_path / "ct.pt", "--dict",
                 tmp_path / "dict.txt", "--out", tmp_path / "model")
         return tmp_path / "model" / "checkpoint.pt"
-    arguments = ["--arch", "cross_thought_tiny", "--cross-layers", "2", "--cross-mask-self", "--max-positions", "40"]
-    args = options.parse_args_and_arch(options.get_training_parser(), [
-        str(tmp_path), "--user-dir", PLUGIN_DIR, "--task", "cross_thought_mlm", *arguments])
-    task = tasks.setup_task(convert_namespace_to_omegaconf(args).task)
-    model = task.build_model(args)
-    with torch.no_grad():
-        for parameter in model.parameters():
-            parameter.add_(torch.randn_like(parameter) * 0.1)
-    return write_checkpoint(str(tmp_path / "model"), task.dictionary.__class__.load(str(tmp_path / "dict.txt")),
-                            "cross_thought_mlm", arguments, model.state_dict())
+    run_cli("fairseq-train", tmp_path / "bin", "--user-dir", PLUGIN_DIR, "--task", "cross_thought_mlm", "--arch",
+            "cross_thought_tiny", "--cross-layers", 2, "--cross-mask-self", "--max-positions", 40, "--num-sequences",
+            4, "--sequence-length", 7, "--criterion", "masked_lm", "--optimizer", "adam", "--lr", "1e-2", "--cpu",
+            "--batch-size", 2, "--max-update", 1, "--save-dir", tmp_path / "model", "--no-epoch-checkpoints")
+    return tmp_path / "model" / "checkpoint_last.pt"
 
 
 @pytest.mark.parametrize("native", [False, True])
 def test_cross_thought_exports_with_an_encode_of_its_special_states(tmp_path, native):
-    import pathlib
-
     from fairseq import checkpoint_utils
     from transformers import AutoModelForMaskedLM, AutoTokenizer
 
-    checkpoint = pathlib.Path(_cross_thought_checkpoint(tmp_path, native))
-    (tmp_path / "text.txt").write_text(" ".join(f"w{i % 20}" for i in range(200)) + "\n")
-    run_cli("segatron-preprocess", "--input-format", "lines", "--trainpref", tmp_path / "text.txt", "--srcdict",
-            tmp_path / "dict.txt", "--destdir", tmp_path / "bin")
+    checkpoint = _cross_thought_checkpoint(tmp_path, native)
     run_cli("segatron-export", "hf", "--checkpoint", checkpoint, "--data", tmp_path / "bin", "--out", tmp_path / "hf")
     models, _, task = checkpoint_utils.load_model_ensemble_and_task([str(checkpoint)],
                                                                     arg_overrides={"data": str(tmp_path / "bin")})
@@ -163,3 +153,38 @@ def test_cross_thought_exports_with_an_encode_of_its_special_states(tmp_path, na
         torch.testing.assert_close(exported.encode(tokens)[present], extra["cross_states"][present], rtol=0, atol=1e-5)
         torch.testing.assert_close(exported.encode(tokens, cross=False)[present],
                                    extra["sequence_embeddings"][present], rtol=0, atol=1e-5)
+
+
+def test_sentencepiece_corpus_exports_a_tokenizer_with_our_ids(tmp_path):
+    """A SegaBERT pre-trained on a sentencepiece corpus: the exported tokenizer (the corpus's model and our
+    dictionary, remote code) gives hub.encode's ids and token types, text and pairs, <mask> kept whole."""
+    from transformers import AutoModelForMaskedLM, AutoTokenizer
+
+    from conftest import PLUGIN_DIR
+    from corpus import make_documents, write_wikitext
+
+    write_wikitext(tmp_path / "train.txt", make_documents(30, seed=61))
+    run_cli("segatron-preprocess", "--input-format", "wikitext", "--trainpref", tmp_path / "train.txt",
+            "--validpref", tmp_path / "train.txt", "--destdir", tmp_path / "bin", "--bpe", "sentencepiece",
+            "--bpe-vocab-size", 100)
+    run_cli("fairseq-train", tmp_path / "bin", "--user-dir", PLUGIN_DIR, "--task", "segabert_mlm", "--arch",
+            "segabert_tiny", "--criterion", "masked_lm", "--optimizer", "adam", "--lr", "3e-3", "--cpu",
+            "--tokens-per-sample", 48, "--batch-size", 8, "--max-update", 2, "--save-dir", tmp_path / "ckpt",
+            "--no-epoch-checkpoints", "--log-format", "simple")
+    run_cli("segatron-export", "hf", "--checkpoint", tmp_path / "ckpt" / "checkpoint_last.pt", "--data",
+            tmp_path / "bin", "--out", tmp_path / "hf")
+    hub = _ours(tmp_path / "ckpt" / "checkpoint_last.pt", tmp_path / "bin")
+    tokenizer = AutoTokenizer.from_pretrained(tmp_path / "hf", trust_remote_code=True)
+    text = "The lobster  lives on rocky ground . The larva hides under a ledge ."
+    assert tokenizer(text)["input_ids"] == hub.encode(text)["src_tokens"][0].tolist()
+    pair = hub.encode("The lobster lives .", "The larva zzqx hides .")
+    theirs = tokenizer("The lobster lives .", "The larva zzqx hides .")
+    assert theirs["input_ids"] == pair["src_tokens"][0].tolist()
+    assert theirs["token_type_ids"] == pair["token_type"][0].tolist()
+    masked = tokenizer("The lobster <mask> on rocky ground .")["input_ids"]
+    assert masked.count(hub.dictionary.index("<mask>")) == 1
+    exported = AutoModelForMaskedLM.from_pretrained(tmp_path / "hf", trust_remote_code=True).eval()
+    inputs = {"input_ids": pair["src_tokens"], "token_type_ids": pair["token_type"],
+              **{f"{n}_index": pair[f"{n}_index"] for n in ("paragraph", "sentence", "token")}}
+    with torch.no_grad():
+        torch.testing.assert_close(exported(**inputs).logits, hub.model(**pair)[0], rtol=0, atol=1e-5)

@@ -67,7 +67,8 @@ def test_authors_segatron_xl_checkpoint_runs_with_fairseq_eval_lm(tmp_path):
 @needs_authors_fixture
 def test_import_errors_name_the_file(tmp_path):
     config = json.loads((SEGATRON_XL / "config.json").read_text())
-    for change, message in ((dict(n_token=301), "has 300 words"), (dict(div_val=4), "div_val 4 (missing word_emb.emb_layers.1.weight"),
+    for change, message in ((dict(n_token=301), "has 300 words"),
+                            (dict(div_val=4), "div_val 4 (missing word_emb.emb_layers.1.weight"),
                             (dict(attn_type=2), "attn_type = 2 is not supported")):
         path = tmp_path / "config.json"
         path.write_text(json.dumps({**config, **change}))

@@ -17,7 +17,8 @@ from typing import Dict
 
 from torch import Tensor
 
-from .huggingface_directory import ACTIVATIONS, layer_state, lm_head_state, tokenizer_files, write_directory
+from .huggingface_directory import (ACTIVATIONS, layer_state, lm_head_state, tokenizer_files, warn_about_heads,
+                                    write_directory)
 
 REMOTE_CODE_DIR = os.path.join(os.path.dirname(__file__), "hf_segabert")
 REMOTE_CODE_FILES = ("configuration_segabert.py", "modeling_segabert.py")
@@ -80,9 +81,11 @@ def _state(model, prefix: str, segabert: bool) -> Dict[str, Tensor]:
 def export(model, dictionary, subwords, out_dir: str) -> None:
     """Write ``out_dir`` (which must not exist): config.json, model.safetensors,
     the tokenizer files and, for SegaBERT, the remote code."""
+    warn_about_heads(model)
     _check(model.args)
     segabert = model.encoder.segment_positions
     config = _config(model, dictionary, segabert)
-    files = tokenizer_files(dictionary, subwords, config["max_position_embeddings"])
-    write_directory(out_dir, config, _state(model, "segabert" if segabert else "bert", segabert), files,
-                    REMOTE_CODE_DIR, REMOTE_CODE_FILES if segabert else ())
+    files, copies = tokenizer_files(dictionary, subwords, config["max_position_embeddings"])
+    if segabert:
+        copies.update({name: os.path.join(REMOTE_CODE_DIR, name) for name in REMOTE_CODE_FILES})
+    write_directory(out_dir, config, _state(model, "segabert" if segabert else "bert", segabert), files, copies)

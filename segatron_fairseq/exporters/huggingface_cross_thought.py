@@ -18,7 +18,7 @@ from typing import Dict
 
 from torch import Tensor
 
-from .huggingface_directory import layer_state, lm_head_state, tokenizer_files, write_directory
+from .huggingface_directory import layer_state, lm_head_state, tokenizer_files, warn_about_heads, write_directory
 
 REMOTE_CODE_DIR = os.path.join(os.path.dirname(__file__), "hf_cross_thought")
 REMOTE_CODE_FILES = ("configuration_cross_thought.py", "modeling_cross_thought.py")
@@ -71,6 +71,9 @@ def _state(model) -> Dict[str, Tensor]:
 
 
 def export(model, dictionary, subwords, out_dir: str) -> None:
+    warn_about_heads(model)
     config = _config(model, dictionary)
-    files = tokenizer_files(dictionary, subwords, config["max_position_embeddings"] - config["num_special_tokens"])
-    write_directory(out_dir, config, _state(model), files, REMOTE_CODE_DIR, REMOTE_CODE_FILES)
+    files, copies = tokenizer_files(dictionary, subwords,
+                                    config["max_position_embeddings"] - config["num_special_tokens"])
+    copies.update({name: os.path.join(REMOTE_CODE_DIR, name) for name in REMOTE_CODE_FILES})
+    write_directory(out_dir, config, _state(model), files, copies)

@@ -2,11 +2,14 @@
 files, and the directory itself (written beside its place first, so a failed
 export leaves nothing behind)."""
 import json
+import logging
 import os
 import shutil
-from typing import Dict, Sequence
+from typing import Dict, Tuple
 
 from torch import Tensor
+
+logger = logging.getLogger(__name__)
 
 BERT_NAMES = {"<s>": "[CLS]", "<pad>": "[PAD]", "</s>": "[SEP]", "<unk>": "[UNK]", "<mask>": "[MASK]"}
 # fairseq's TransformerEncoderLayer -> BertLayer (both post-norm)
@@ -35,32 +38,51 @@ def lm_head_state(ours: Dict[str, Tensor]) -> Dict[str, Tensor]:
     return state
 
 
-def tokenizer_files(dictionary, subwords, max_length: int) -> Dict[str, str]:
-    """vocab.txt and tokenizer_config.json for BERT's tokenizer: WordPiece as
-    the corpus's, or whitespace words (no basic tokenization, no case change)."""
+TOKENIZER_CODE = os.path.join(os.path.dirname(__file__), "hf_tokenizer", "tokenization_segatron.py")
+_SPECIALS = {"cls_token": "[CLS]", "sep_token": "[SEP]", "pad_token": "[PAD]", "unk_token": "[UNK]",
+             "mask_token": "[MASK]"}
+
+
+def tokenizer_files(dictionary, subwords, max_length: int) -> Tuple[Dict[str, str], Dict[str, str]]:
+    """The tokenizer's files: (name -> text, name -> file to copy). Our ids
+    stay, so the tokenizer gives the ids our text encoder gives:
+    - WordPiece or whitespace words: BERT's tokenizer, ``vocab.txt`` listing
+      the dictionary with ``<s> <pad> </s> <unk> <mask>`` renamed to BERT's
+      (whitespace words: no basic tokenization, no case change);
+    - sentencepiece: the corpus's model and a small tokenizer class (remote
+      code, ``hf_tokenizer/``) that maps its pieces through the dictionary."""
     from segatron_preprocess import subwords as kinds
 
+    if isinstance(subwords, kinds.SentencePiece):
+        config = {"tokenizer_class": "SegatronSentencePieceTokenizer", "model_max_length": max_length,
+                  "auto_map": {"AutoTokenizer": ["tokenization_segatron.SegatronSentencePieceTokenizer", None]}}
+        vocab = "".join(symbol + "\n" for symbol in dictionary.symbols)
+        return ({"vocab.txt": vocab, "tokenizer_config.json": json.dumps(config, indent=2)},
+                {"sentencepiece.model": subwords.model_path, "tokenization_segatron.py": TOKENIZER_CODE})
     if isinstance(subwords, kinds.WordPiece):
         settings = {"do_lower_case": not subwords.cased, "do_basic_tokenize": True}
-    elif isinstance(subwords, kinds.Words):
-        settings = {"do_lower_case": False, "do_basic_tokenize": False}
     else:
-        raise NotImplementedError("the corpus's sentencepiece model has no BERT tokenizer: export works for "
-                                  "corpora binarized with --bpe wordpiece or --bpe none")
-    symbols = [BERT_NAMES.get(symbol, symbol) for symbol in dictionary.symbols]
+        settings = {"do_lower_case": False, "do_basic_tokenize": False}
     clashes = [s for s in dictionary.symbols if s in BERT_NAMES.values()]
     if clashes:
         raise ValueError(f"the dictionary holds {clashes[0]}, which BERT's tokenizer reserves")
-    config = {"tokenizer_class": "BertTokenizer", "model_max_length": max_length, **settings,
-              **{f"{kind}_token": name for kind, name in (("cls", "[CLS]"), ("sep", "[SEP]"), ("pad", "[PAD]"),
-                                                          ("unk", "[UNK]"), ("mask", "[MASK]"))}}
-    return {"vocab.txt": "".join(s + "\n" for s in symbols), "tokenizer_config.json": json.dumps(config, indent=2)}
+    symbols = [BERT_NAMES.get(symbol, symbol) for symbol in dictionary.symbols]
+    config = {"tokenizer_class": "BertTokenizer", "model_max_length": max_length, **settings, **_SPECIALS}
+    return {"vocab.txt": "".join(s + "\n" for s in symbols), "tokenizer_config.json": json.dumps(config, indent=2)}, {}
+
+
+def warn_about_heads(model) -> None:
+    """Fine-tuned classification heads have no place in the exported classes."""
+    heads = list(getattr(model, "classification_heads", {}) or {})
+    if heads:
+        logger.warning(f"classification heads {', '.join(heads)} are not exported (the encoder and MLM head are)")
 
 
 def write_directory(out_dir: str, config: Dict, state: Dict[str, Tensor], files: Dict[str, str],
-                    code_dir: str = "", code_files: Sequence[str] = ()) -> None:
+                    copies: Dict[str, str]) -> None:
     """``out_dir`` (which must not exist): config.json, model.safetensors,
-    ``files`` (name -> text) and the remote code ``code_files`` of ``code_dir``."""
+    ``files`` (name -> text) and ``copies`` (name -> the file to copy: remote
+    code, a sentencepiece model)."""
     from safetensors.torch import save_file
 
     if os.path.exists(out_dir):
@@ -74,8 +96,8 @@ def write_directory(out_dir: str, config: Dict, state: Dict[str, Tensor], files:
         for name, text in {**files, "config.json": json.dumps(config, indent=2)}.items():
             with open(os.path.join(staging, name), "w", encoding="utf-8") as f:
                 f.write(text)
-        for name in code_files:
-            shutil.copyfile(os.path.join(code_dir, name), os.path.join(staging, name))
+        for name, source in copies.items():
+            shutil.copyfile(source, os.path.join(staging, name))
         os.replace(staging, out_dir)
     finally:
         shutil.rmtree(staging, ignore_errors=True)

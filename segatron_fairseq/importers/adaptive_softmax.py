@@ -10,10 +10,10 @@ logits. Which gate opens which band differs: in the Segatron authors' fork
 band i (1-based) is gated by the head's column -i (``reversed_gates``, the
 rows are read in reverse); Hugging Face's ``TransfoXLLMHeadModel`` gates band
 i by column cutoff_0 + i - 1. Ours: ``head`` (cutoff_0 + C rows: words, then
-the gate of band 1, 2, ...), and per band a projection (the identity here)
-and an output layer with bias (with div_val 1 the projection is the identity); the head's projection is folded into the head's
-weight. The specials their vocabulary lacks get weight
-0 and bias -inf: probability 0, as in their model.
+the gate of band 1, 2, ...), and per band a projection (the identity with
+div_val 1) and an output layer with bias; the head's projection is folded
+into the head's weight. The specials their vocabulary lacks get weight 0 and
+bias -inf: probability 0, as in their model.
 """
 from typing import Dict
 

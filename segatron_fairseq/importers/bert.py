@@ -117,7 +117,8 @@ def _convert(state, config, vocabulary, source):
         converted[f"encoder.lm_head.layer_norm.{kind}"] = state[f"cls.predictions.transform.LayerNorm.{kind}"]
     if segabert:
         for ours, theirs in _SEGMENT_TABLES.items():
-            converted[f"encoder.segment_embeddings.{ours}.weight"] = state[f"bert.embeddings.{theirs}_embeddings.weight"]
+            table = state[f"bert.embeddings.{theirs}_embeddings.weight"]
+            converted[f"encoder.segment_embeddings.{ours}.weight"] = table
     else:
         positions = state["bert.embeddings.position_embeddings.weight"]
         converted[prefix + "embed_positions.weight"] = torch.cat([positions.new_zeros(2, positions.size(1)), positions])

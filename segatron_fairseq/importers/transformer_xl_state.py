@@ -16,7 +16,8 @@ Their state dict -> ours (N: layer):
     layers.N.pos_ff.layer_norm           decoder.layers.N.ffn_norm
     crit.*                               decoder.adaptive_softmax.* (``adaptive_softmax.py``)
 With segment parts (``{t,s,p}_pos_emb``, the authors' fork) the model runs
-with their distances (``--segment-distance-origin window_end``). Their output layer (and with tie_projs, its projections) is tied to the input
+with their distances (``--segment-distance-origin window_end``). Their output
+layer (and with tie_projs, its projections) is tied to the input
 embedding; here the two are copies.
 """
 from typing import Dict, List, Tuple

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from conftest import run_cli
-from test_huggingface_importers import _bert_vocab
+from test_huggingface_importers import _hf_bert
 from test_wordpiece import SEGABERT, TEXT
 
 pytestmark = pytest.mark.skipif(not SEGABERT.is_dir(), reason="../shared/fixtures/authors is absent")
@@ -53,18 +53,9 @@ def test_segabert_exports_to_remote_code_that_transformers_loads(tmp_path):
 
 
 def test_bert_baseline_exports_to_plain_bert_for_masked_lm(tmp_path):
-    from transformers import BertConfig, BertForMaskedLM, BertTokenizer
+    from transformers import BertForMaskedLM, BertTokenizer
 
-    torch.manual_seed(0)
-    config = BertConfig(vocab_size=60, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                        intermediate_size=64, max_position_embeddings=40, hidden_dropout_prob=0.0,
-                        attention_probs_dropout_prob=0.0)
-    original = BertForMaskedLM(config)
-    with torch.no_grad():
-        for name, parameter in original.named_parameters():
-            parameter.normal_(1.0 if "LayerNorm.weight" in name else 0.0, 0.3)
-    original.save_pretrained(tmp_path / "original")
-    (tmp_path / "original" / "vocab.txt").write_text("\n".join(_bert_vocab(60)) + "\n")
+    _hf_bert(tmp_path / "original")
     run_cli("segatron-import", "hf-bert", "--model-dir", tmp_path / "original", "--out", tmp_path / "model")
     words = " ".join(f"tok{i}" for i in range(5, 40))
     (tmp_path / "text.txt").write_text(f"{words} tok7ing.\n{words} tok9s tok1000.\n")

@@ -103,24 +103,31 @@ def _bert_vocab(n):
     return ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"tok{i}" for i in range(5, n - 2)] + ["##s", "##ing"]
 
 
-@pytest.mark.parametrize("tied", [True, False])
-def test_hf_bert_reproduces_bert_for_masked_lm_logits(tmp_path, tied):
-    """BertForMaskedLM (token types, learned absolute positions, eps 1e-12), tied or untied output layer: every MLM
-    logit of the real positions to 1e-5, with padding and both token types."""
+def _hf_bert(directory, tied=True):
+    """A random BertForMaskedLM (2 token types, 40 positions, eps 1e-12) saved with save_pretrained, its vocab.txt
+    beside it; every parameter drawn at a visible scale."""
     from transformers import BertConfig, BertForMaskedLM
-
-    from segatron_fairseq.importers.wordpiece_vocabulary import map_wordpiece
 
     torch.manual_seed(0)
     config = BertConfig(vocab_size=60, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                         intermediate_size=64, max_position_embeddings=40, type_vocab_size=2,
                         hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, tie_word_embeddings=tied)
-    hf_model = BertForMaskedLM(config).eval()
+    model = BertForMaskedLM(config).eval()
     with torch.no_grad():
-        for name, parameter in hf_model.named_parameters():
+        for name, parameter in model.named_parameters():
             parameter.normal_(1.0 if "LayerNorm.weight" in name else 0.0, 0.3)
-    hf_model.save_pretrained(tmp_path / "hf")
-    (tmp_path / "hf" / "vocab.txt").write_text("\n".join(_bert_vocab(60)) + "\n")
+    model.save_pretrained(directory)
+    (directory / "vocab.txt").write_text("\n".join(_bert_vocab(60)) + "\n")
+    return model
+
+
+@pytest.mark.parametrize("tied", [True, False])
+def test_hf_bert_reproduces_bert_for_masked_lm_logits(tmp_path, tied):
+    """BertForMaskedLM (token types, learned absolute positions, eps 1e-12), tied or untied output layer: every MLM
+    logit of the real positions to 1e-5, with padding and both token types."""
+    from segatron_fairseq.importers.wordpiece_vocabulary import map_wordpiece
+
+    hf_model = _hf_bert(tmp_path / "hf", tied)
     run_cli("segatron-import", "hf-bert", "--model-dir", tmp_path / "hf", "--out", tmp_path / "imported")
     from fairseq import checkpoint_utils
 

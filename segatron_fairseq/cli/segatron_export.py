@@ -6,10 +6,9 @@ writes a Hugging Face directory: ``BertForMaskedLM`` for a segabert_bert_* model
 ``SegaBertForMaskedLM`` for SegaBERT and ``CrossThoughtForMaskedLM`` for Cross-Thought
 (remote code, ``trust_remote_code=True``).
 CORPUS is the segatron-preprocess directory whose sub-words the tokenizer files
-reproduce (--bpe wordpiece or none).
+reproduce.
 """
-import argparse
-import sys
+from segatron_fairseq.cli.conversion_commands import new_parser, run
 
 
 def _hf(args) -> str:
@@ -35,20 +34,13 @@ def _hf(args) -> str:
 
 
 def cli_main(argv=None) -> None:
-    parser = argparse.ArgumentParser(prog="segatron-export", description=__doc__.splitlines()[0],
-                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    formats = parser.add_subparsers(dest="format", required=True)
+    parser, formats = new_parser("segatron-export", __doc__.splitlines()[0])
     hf = formats.add_parser("hf", help="a segabert or cross_thought checkpoint as a Hugging Face directory")
     hf.add_argument("--checkpoint", required=True, help="a checkpoint of a segabert or cross_thought model")
     hf.add_argument("--data", required=True, help="its corpus (segatron-preprocess directory: dict.txt, sub-words)")
     hf.add_argument("--out", required=True, help="the directory to write (must not exist)")
     hf.set_defaults(run=_hf)
-    args = parser.parse_args(argv)
-    try:
-        path = args.run(args)
-    except (OSError, ValueError, KeyError, NotImplementedError) as err:
-        sys.exit(f"segatron-export: error: {err}")
-    print(f"wrote {path}")
+    run(parser, argv)
 
 
 if __name__ == "__main__":

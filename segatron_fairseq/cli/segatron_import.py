@@ -9,10 +9,10 @@
 write DIR/dict.txt and DIR/checkpoint.pt. Binarize text with ``segatron-preprocess --srcdict DIR/dict.txt``
 and evaluate with ``fairseq-eval-lm DATA --path DIR/checkpoint.pt --task segatron_lm``.
 """
-import argparse
 import functools
 import json
-import sys
+
+from segatron_fairseq.cli.conversion_commands import new_parser, run
 
 
 def _authors_segatron_xl(args) -> str:
@@ -80,9 +80,7 @@ def _authors_cross_thought(args) -> str:
 
 
 def cli_main(argv=None) -> None:
-    parser = argparse.ArgumentParser(prog="segatron-import", description=__doc__.splitlines()[0],
-                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    formats = parser.add_subparsers(dest="format", required=True)
+    parser, formats = new_parser("segatron-import", __doc__.splitlines()[0])
     authors = formats.add_parser("authors-segatron-xl", help="the Segatron authors' Segatron-XL / Transformer-XL "
                                  "(their Transformer-XL fork): a state dict, its constructor arguments, its vocabulary")
     authors.add_argument("--state", required=True, help="their state dict (or pickled model), torch.save format")
@@ -112,12 +110,7 @@ def cli_main(argv=None) -> None:
     cross.add_argument("--dict", required=True, help="the dict.txt it was trained with (RoBERTa's)")
     cross.add_argument("--out", required=True, help="output directory (dict.txt, checkpoint.pt)")
     cross.set_defaults(run=_authors_cross_thought)
-    args = parser.parse_args(argv)
-    try:
-        path = args.run(args)
-    except (OSError, ValueError, KeyError, NotImplementedError) as err:
-        sys.exit(f"segatron-import: error: {err}")
-    print(f"wrote {path}")
+    run(parser, argv)
 
 
 if __name__ == "__main__":

@@ -17,8 +17,9 @@ from typing import Dict
 
 from torch import Tensor
 
-from .huggingface_directory import (ACTIVATIONS, layer_state, lm_head_state, tokenizer_files, warn_about_heads,
-                                    write_directory)
+from segatron_fairseq.bert_names import ACTIVATIONS
+
+from .huggingface_directory import layer_state, lm_head_state, tokenizer_files, warn_about_heads, write_directory
 
 REMOTE_CODE_DIR = os.path.join(os.path.dirname(__file__), "hf_segabert")
 REMOTE_CODE_FILES = ("configuration_segabert.py", "modeling_segabert.py")
@@ -33,26 +34,24 @@ def _check(args) -> None:
 
 def _config(model, dictionary, segabert: bool) -> Dict:
     args, encoder = model.args, model.encoder
-    sentence_encoder = encoder.sentence_encoder
-    layer_norm = sentence_encoder.layernorm_embedding
+    layer_norm = encoder.sentence_encoder.layernorm_embedding
     config = {"vocab_size": len(dictionary), "hidden_size": args.encoder_embed_dim,
               "num_hidden_layers": args.encoder_layers, "num_attention_heads": args.encoder_attention_heads,
               "intermediate_size": args.encoder_ffn_embed_dim, "hidden_act": args.activation_fn,
               "hidden_dropout_prob": args.dropout, "attention_probs_dropout_prob": args.attention_dropout,
               "layer_norm_eps": layer_norm.eps, "pad_token_id": dictionary.pad(),
+              "max_position_embeddings": args.max_positions,
               "type_vocab_size": encoder.token_type_embeddings.num_embeddings if encoder.token_type_embeddings
               is not None else 2, "tie_word_embeddings": not getattr(args, "untie_weights_roberta", False)}
     if segabert:
         config.update(model_type="segabert", architectures=["SegaBertForMaskedLM"],
-                      max_position_embeddings=args.max_positions,
                       auto_map={"AutoConfig": "configuration_segabert.SegaBertConfig",
                                 "AutoModel": "modeling_segabert.SegaBertModel",
                                 "AutoModelForMaskedLM": "modeling_segabert.SegaBertForMaskedLM"},
                       **{f"max_{name}_index": table.num_embeddings
                          for name, table in encoder.segment_embeddings.items()})
     else:
-        config.update(model_type="bert", architectures=["BertForMaskedLM"],
-                      max_position_embeddings=sentence_encoder.embed_positions.weight.size(0) - dictionary.pad() - 1)
+        config.update(model_type="bert", architectures=["BertForMaskedLM"])
     return config
 
 

@@ -9,15 +9,10 @@ from typing import Dict, Tuple
 
 from torch import Tensor
 
+from segatron_fairseq.bert_names import BERT_SPECIAL_NAMES, ENCODER_LAYER_KEYS
+
 logger = logging.getLogger(__name__)
 
-BERT_NAMES = {"<s>": "[CLS]", "<pad>": "[PAD]", "</s>": "[SEP]", "<unk>": "[UNK]", "<mask>": "[MASK]"}
-# fairseq's TransformerEncoderLayer -> BertLayer (both post-norm)
-ENCODER_LAYER_KEYS = {"self_attn.q_proj": "attention.self.query", "self_attn.k_proj": "attention.self.key",
-                      "self_attn.v_proj": "attention.self.value", "self_attn.out_proj": "attention.output.dense",
-                      "self_attn_layer_norm": "attention.output.LayerNorm", "fc1": "intermediate.dense",
-                      "fc2": "output.dense", "final_layer_norm": "output.LayerNorm"}
-ACTIVATIONS = ("gelu", "relu")
 
 
 def layer_state(ours: Dict[str, Tensor], our_prefix: str, their_prefix: str,
@@ -63,10 +58,10 @@ def tokenizer_files(dictionary, subwords, max_length: int) -> Tuple[Dict[str, st
         settings = {"do_lower_case": not subwords.cased, "do_basic_tokenize": True}
     else:
         settings = {"do_lower_case": False, "do_basic_tokenize": False}
-    clashes = [s for s in dictionary.symbols if s in BERT_NAMES.values()]
+    clashes = [s for s in dictionary.symbols if s in BERT_SPECIAL_NAMES.values()]
     if clashes:
         raise ValueError(f"the dictionary holds {clashes[0]}, which BERT's tokenizer reserves")
-    symbols = [BERT_NAMES.get(symbol, symbol) for symbol in dictionary.symbols]
+    symbols = [BERT_SPECIAL_NAMES.get(symbol, symbol) for symbol in dictionary.symbols]
     config = {"tokenizer_class": "BertTokenizer", "model_max_length": max_length, **settings, **_SPECIALS}
     return {"vocab.txt": "".join(s + "\n" for s in symbols), "tokenizer_config.json": json.dumps(config, indent=2)}, {}
 

@@ -24,12 +24,12 @@ from typing import Dict, List, Tuple
 import torch
 from torch import Tensor
 
+from segatron_fairseq.bert_names import ACTIVATIONS, ENCODER_LAYER_KEYS
+
 from .wordpiece_vocabulary import MappedWordPiece
 
-_ACTIVATIONS = {"gelu": "gelu", "relu": "relu"}
 _SEGMENT_TABLES = {"paragraph": "para_position", "sentence": "sent_position", "token": "token_position"}
-_LAYER_KEYS = {"attention.output.dense": "self_attn.out_proj", "attention.output.LayerNorm": "self_attn_layer_norm",
-               "intermediate.dense": "fc1", "output.dense": "fc2", "output.LayerNorm": "final_layer_norm"}
+_QKV = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj")
 
 
 def is_segabert(state: Dict[str, Tensor]) -> bool:
@@ -37,10 +37,9 @@ def is_segabert(state: Dict[str, Tensor]) -> bool:
 
 
 def _arguments(config: Dict, segabert: bool, source: str) -> List[str]:
-    activation = _ACTIVATIONS.get(config.get("hidden_act"))
-    if activation is None:
-        raise NotImplementedError(f"{source}: hidden_act {config.get('hidden_act')!r} (supported: "
-                                  f"{', '.join(_ACTIVATIONS)})")
+    activation = config.get("hidden_act")
+    if activation not in ACTIVATIONS:
+        raise NotImplementedError(f"{source}: hidden_act {activation!r} (supported: {', '.join(ACTIVATIONS)})")
     if config.get("position_embedding_type", "absolute") != "absolute":
         raise NotImplementedError(f"{source}: position_embedding_type {config['position_embedding_type']!r}")
     max_positions = config["max_position_embeddings"]
@@ -63,14 +62,12 @@ def _layer_state(state: Dict[str, Tensor], layer: int) -> Dict[str, Tensor]:
     theirs, ours = f"bert.encoder.layer.{layer}.", f"encoder.sentence_encoder.layers.{layer}."
     converted = {}
     for kind in ("weight", "bias"):
-        if theirs + f"attention.self.query_key_value.{kind}" in state:
-            q, k, v = state[theirs + f"attention.self.query_key_value.{kind}"].chunk(3)
-        else:
-            q, k, v = (state[theirs + f"attention.self.{name}.{kind}"] for name in ("query", "key", "value"))
-        for name, value in zip("qkv", (q, k, v)):
-            converted[ours + f"self_attn.{name}_proj.{kind}"] = value
-        for their_name, our_name in _LAYER_KEYS.items():
-            converted[ours + f"{our_name}.{kind}"] = state[theirs + f"{their_name}.{kind}"]
+        fused = theirs + f"attention.self.query_key_value.{kind}"  # their fork: q, k, v stacked
+        if fused in state:
+            converted.update({ours + f"{name}.{kind}": value for name, value in zip(_QKV, state[fused].chunk(3))})
+        for our_name, their_name in ENCODER_LAYER_KEYS.items():
+            if not (fused in state and our_name in _QKV):
+                converted[ours + f"{our_name}.{kind}"] = state[theirs + f"{their_name}.{kind}"]
     return converted
 
 

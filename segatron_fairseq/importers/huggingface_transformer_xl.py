@@ -64,14 +64,15 @@ def read_vocabulary(path: str) -> List[str]:
 
 def _untie(state: Dict[str, Tensor], config: Dict, n_bands: int) -> Dict[str, Tensor]:
     """The tensors ``save_pretrained`` left out because they are tied."""
-    state = dict(state)
+    ties = {}
+    projections_tied = config.get("tie_projs") or []
     for band in range(n_bands):
-        if config.get("tie_word_embeddings", True) and f"crit.out_layers.{band}.bias" in state:
-            state.setdefault(f"crit.out_layers.{band}.weight", state.get(f"word_emb.emb_layers.{band}.weight"))
-        ties = config.get("tie_projs") or []
-        if config["div_val"] > 1 and band < len(ties) and ties[band]:
-            state.setdefault(f"crit.out_projs.{band}", state.get(f"word_emb.emb_projs.{band}"))
-    return {key: value for key, value in state.items() if value is not None}
+        if config.get("tie_word_embeddings", True):
+            ties[f"crit.out_layers.{band}.weight"] = f"word_emb.emb_layers.{band}.weight"
+        if config["div_val"] > 1 and band < len(projections_tied) and projections_tied[band]:
+            ties[f"crit.out_projs.{band}"] = f"word_emb.emb_projs.{band}"
+    restored = {key: state[source] for key, source in ties.items() if key not in state and source in state}
+    return {**state, **restored}
 
 
 def convert_directory(directory: str, tgt_len: int) -> Tuple[MappedVocabulary, List[str], Dict[str, Tensor]]:

@@ -14,9 +14,10 @@ from typing import List
 import torch
 from fairseq.data import Dictionary
 
+from segatron_fairseq.bert_names import BERT_SPECIAL_NAMES
 from segatron_fairseq.tasks.masking import MASK_SYMBOL
 
-BERT_SPECIALS = ("[CLS]", "[PAD]", "[SEP]", "[UNK]", "[MASK]")
+BERT_SPECIALS = tuple(BERT_SPECIAL_NAMES.values())
 
 
 @dataclass
@@ -30,9 +31,11 @@ def read_wordpiece_vocab(path: str) -> List[str]:
         tokens = [line.rstrip("\n") for line in f]
     while tokens and not tokens[-1]:
         tokens.pop()
-    if len(set(tokens)) != len(tokens):
-        duplicate = next(t for i, t in enumerate(tokens) if t in tokens[:i])
-        raise ValueError(f"{path}: token {duplicate!r} appears twice")
+    seen = set()
+    for token in tokens:
+        if token in seen:
+            raise ValueError(f"{path}: token {token!r} appears twice")
+        seen.add(token)
     if any(not t or any(c.isspace() for c in t) for t in tokens):
         raise ValueError(f"{path}: an empty line or a token with white space inside the vocabulary")
     return tokens
@@ -49,7 +52,7 @@ def map_wordpiece(tokens: List[str], source: str) -> MappedWordPiece:
     for token in tokens:
         if token not in BERT_SPECIALS:
             dictionary.add_symbol(token, n=len(tokens) - len(dictionary))  # counts fall: dict.txt keeps the order
-    specials = {"[CLS]": dictionary.bos(), "[PAD]": dictionary.pad(), "[SEP]": dictionary.eos(),
-                "[UNK]": dictionary.unk(), "[MASK]": len(dictionary)}
+    specials = {bert: dictionary.index(ours) if ours != MASK_SYMBOL else len(dictionary)
+                for ours, bert in BERT_SPECIAL_NAMES.items()}
     index = torch.tensor([specials[t] if t in specials else dictionary.index(t) for t in tokens])
     return MappedWordPiece(dictionary, index)

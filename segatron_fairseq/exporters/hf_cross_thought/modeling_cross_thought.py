@@ -81,21 +81,26 @@ class CrossThoughtModel(CrossThoughtPreTrainedModel):
             outputs.append(states)
         return torch.stack(outputs, dim=2)
 
+    def _states(self, input_ids, cross=True):
+        """Hidden states (B*M, N+L, d), their visible positions, and the special
+        states (B, M, N, d): C, or E with ``cross=False``."""
+        batch, num_sequences, _ = input_ids.shape
+        hidden, keep = self._sequences(input_ids)
+        embeddings = hidden[:, :self.config.num_special_tokens].reshape(batch, num_sequences, -1, hidden.size(-1))
+        if cross:
+            embeddings = self._cross(embeddings, input_ids.ne(self.config.pad_token_id).any(-1))
+        return hidden, keep, embeddings
+
     def encode(self, input_ids, cross=True):
         """(B, M, L) -> the special-token states (B, M, N, d): after the
         cross-sequence Transformer (C), or before it (E, ``cross=False``)."""
-        batch, num_sequences, _ = input_ids.shape
-        hidden, _ = self._sequences(input_ids)
-        embeddings = hidden[:, :self.config.num_special_tokens].reshape(batch, num_sequences, -1, hidden.size(-1))
-        return self._cross(embeddings, input_ids.ne(self.config.pad_token_id).any(-1)) if cross else embeddings
+        return self._states(input_ids, cross)[2]
 
     def forward(self, input_ids, return_dict=True):
         """(B, M, L) -> the words' final states (B, M, L, d) (Eq. 8)."""
         batch, num_sequences, length = input_ids.shape
         n = self.config.num_special_tokens
-        hidden, keep = self._sequences(input_ids)
-        embeddings = hidden[:, :n].reshape(batch, num_sequences, n, -1)
-        cross = self._cross(embeddings, input_ids.ne(self.config.pad_token_id).any(-1))
+        hidden, keep, cross = self._states(input_ids)
         hidden = torch.cat([cross.reshape(batch * num_sequences, n, -1), hidden[:, n:]], dim=1)
         hidden = self.final_layer(hidden, attention_mask=self._mask(keep))[0]
         return hidden[:, n:].reshape(batch, num_sequences, length, -1)

@@ -1,0 +1,12 @@
+"""How fairseq's encoder names what BERT names otherwise, in both directions of
+the Hugging Face importers and exporters."""
+
+# fairseq's special symbols -> BERT's (``<mask>`` is the one the masked-LM tasks append)
+BERT_SPECIAL_NAMES = {"<s>": "[CLS]", "<pad>": "[PAD]", "</s>": "[SEP]", "<unk>": "[UNK]", "<mask>": "[MASK]"}
+# fairseq's TransformerEncoderLayer -> BertLayer (both post-norm), per .weight / .bias
+ENCODER_LAYER_KEYS = {"self_attn.q_proj": "attention.self.query", "self_attn.k_proj": "attention.self.key",
+                      "self_attn.v_proj": "attention.self.value", "self_attn.out_proj": "attention.output.dense",
+                      "self_attn_layer_norm": "attention.output.LayerNorm", "fc1": "intermediate.dense",
+                      "fc2": "output.dense", "final_layer_norm": "output.LayerNorm"}
+# activations both name alike (BERT's "gelu" is the exact one, as fairseq's)
+ACTIVATIONS = ("gelu", "relu")

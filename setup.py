@@ -42,6 +42,7 @@ setup(
             "cross-thought-rank = segatron_fairseq.cli.cross_thought_rank:cli_main",
             "segatron-import = segatron_fairseq.cli.segatron_import:cli_main",
             "segatron-export = segatron_fairseq.cli.segatron_export:cli_main",
+            "segatron-predict = segatron_fairseq.cli.segatron_predict:cli_main",
         ],
     },
 )

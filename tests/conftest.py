@@ -45,3 +45,24 @@ def free_port() -> int:
 @pytest.fixture
 def cli():
     return run_cli
+
+
+def pretrained_segabert(directory, words, documents: int = 30, updates: int = 10, arch: str = "segabert_tiny"):
+    """``directory``/bin (a lines corpus of ``words``, sentences ending in " .")
+    and ``directory``/ckpt/checkpoint_last.pt, an ``arch`` model trained ``updates`` steps on it."""
+    import random
+
+    rng = random.Random(0)
+    with open(directory / "corpus.txt", "w") as f:
+        for d in range(documents):
+            if d:
+                f.write("\n")
+            for _ in range(4):
+                f.write(" ".join(rng.choice(words) for _ in range(12)) + " .\n")
+    run_cli("segatron-preprocess", "--input-format", "lines", "--trainpref", directory / "corpus.txt",
+            "--validpref", directory / "corpus.txt", "--destdir", directory / "bin")
+    run_cli("fairseq-train", directory / "bin", "--user-dir", PLUGIN_DIR, "--task", "segabert_mlm", "--criterion",
+            "masked_lm", "--arch", arch, "--tokens-per-sample", 32, "--batch-size", 8, "--optimizer",
+            "adam", "--lr", 1e-3, "--max-update", updates, "--save-dir", directory / "ckpt", "--no-epoch-checkpoints",
+            "--cpu", "--disable-validation")
+    return directory

@@ -1,5 +1,7 @@
 from . import (  # noqa: F401  (register the criterions)
     cross_thought_answer_selection,
+    multiple_choice,
     segatron_lm_loss,
     sentence_prediction_metrics,
+    span_prediction,
 )

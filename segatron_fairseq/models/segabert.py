@@ -10,6 +10,7 @@ BERT-sized architectures), ``token_type`` (B, T; all 0 when absent). With
 positions and no index tables (architectures ``segabert_bert_*``: fairseq
 itself registers ``bert_base``/``bert_large`` for its legacy masked_lm model).
 """
+import logging
 import os
 
 from fairseq.models import register_model
@@ -24,6 +25,8 @@ from fairseq.utils import safe_getattr
 from torch import nn
 
 from segatron_fairseq.models.architecture_defaults import TINY_ENCODER, register_architecture, set_defaults
+
+logger = logging.getLogger(__name__)
 
 # rows of the paragraph / sentence / token index tables (the paper's 50 / 100 / 256)
 SEGMENT_TABLE_SIZES = {"paragraph": 50, "sentence": 100, "token": 256}
@@ -123,11 +126,42 @@ class SegaBERTModel(RobertaModel):
             corpus = os.path.abspath(os.path.join(model_name_or_path, corpus))
         path = os.path.join(model_name_or_path, checkpoint_file)
         state = checkpoint_utils.load_checkpoint_to_cpu(path)
-        task_name = state["cfg"]["task"]["_name"]
-        # the task's own files stay; only the corpus that tokenizes text is this one
-        overrides = {"pretrain_data" if task_name == "segabert_sentence_prediction" else "data": corpus, **overrides}
+        # a fine-tuning task's own files stay; only the corpus that tokenizes text is this one
+        overrides = {"pretrain_data" if "pretrain_data" in state["cfg"]["task"] else "data": corpus, **overrides}
         models, cfg, task = checkpoint_utils.load_model_ensemble_and_task([path], arg_overrides=overrides)
         return SegaBERTHubInterface(cfg, task, models[0], corpus)
+
+    def register_task_head(self, name: str, head: nn.Module) -> None:
+        """A head of ``task_heads`` (span, siamese), saved with the classification heads."""
+        self.classification_heads[name] = head
+
+    def upgrade_state_dict_named(self, state_dict, name):
+        """RoBERTa's upgrade, except for heads without its ``dense`` layer
+        (``task_heads``): a checkpoint's weights of such a head are kept when
+        this model has the same head, the model's own fill in for a head the
+        checkpoint lacks (fine-tuning from a pre-trained model), and the rest
+        are left out."""
+        heads = (name + "." if name else "") + "classification_heads."
+
+        def head_of(key):
+            return key[len(heads):].split(".")[0]
+
+        saved = {head_of(k) for k in state_dict if k.startswith(heads)}
+        saved = {h for h in saved if heads + h + ".dense.weight" not in state_dict}
+        aside = {k: state_dict.pop(k) for k in list(state_dict) if k.startswith(heads) and head_of(k) in saved}
+        ours = {h: self.classification_heads.pop(h) for h in list(self.classification_heads)
+                if not hasattr(self.classification_heads[h], "dense")}
+        try:
+            super().upgrade_state_dict_named(state_dict, name)
+        finally:
+            self.classification_heads.update(ours)
+        for head_name, head in ours.items():
+            for local, value in head.state_dict().items():
+                key = heads + head_name + "." + local
+                kept = aside.pop(key, None)
+                state_dict[key] = kept if kept is not None and kept.shape == value.shape else value
+        for key in aside:
+            logger.warning(f"leaving out {key} of the checkpoint: this model has no such head of that shape")
 
     @classmethod
     def build_model(cls, args, task):

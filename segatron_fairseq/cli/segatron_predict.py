@@ -1,0 +1,107 @@
+"""``segatron-predict``: a fine-tuned checkpoint's predictions in the official formats.
+
+    segatron-predict squad --checkpoint ft/checkpoint_best.pt --pretrain-data CORPUS \\
+        --input dev-v2.0.json --out predictions.json [--null-odds null_odds.json] [--no-answer-threshold T]
+    segatron-predict glue --checkpoint ft/checkpoint_best.pt --pretrain-data CORPUS \\
+        --glue-task MNLI --data glue_data/MNLI --out submission/
+
+``squad`` writes ``{id: answer}`` (and the no-answer scores, the official
+script's ``--na-prob-file``); when the file has answers it also prints the
+official exact match and F1. ``glue`` writes the GLUE server's files
+(``MNLI-m.tsv``, ``SST-2.tsv``, ...: ``index \\t prediction``) from the task's
+test files.
+"""
+import json
+import os
+from typing import Iterator
+
+import torch
+
+from segatron_fairseq.cli.conversion_commands import new_parser, run
+
+
+def _load(args):
+    from fairseq import checkpoint_utils
+
+    models, _, task = checkpoint_utils.load_model_ensemble_and_task(
+        [args.checkpoint], arg_overrides={"pretrain_data": args.pretrain_data, "data": args.data})
+    device = "cuda" if torch.cuda.is_available() and not args.cpu else "cpu"
+    return models[0].eval().to(device), task, device
+
+
+def _batches(dataset, batch_size: int, device: str) -> Iterator[dict]:
+    from fairseq import utils
+
+    order = list(dataset.ordered_indices())
+    for start in range(0, len(order), batch_size):
+        batch = dataset.collater(order[start:start + batch_size])
+        yield utils.apply_to_sample(lambda t: t.to(device), batch)
+
+
+def _write_json(path: str, value) -> None:
+    from segatron_preprocess.atomic import atomic_path
+
+    with atomic_path(path) as staged, open(staged, "w", encoding="utf-8") as f:
+        json.dump(value, f, ensure_ascii=False, indent=1)
+
+
+@torch.no_grad()
+def _squad(args) -> str:
+    from segatron_fairseq import squad_metrics
+    from segatron_fairseq.data.squad_json import read_squad
+    from segatron_fairseq.span_answers import QuestionAnswers, best_spans
+    from segatron_fairseq.tasks.segabert_squad import SegaBERTSquadTask
+
+    args.data = os.path.dirname(os.path.abspath(args.input))
+    model, task, device = _load(args)
+    if not isinstance(task, SegaBERTSquadTask):
+        raise ValueError(f"{args.checkpoint}: fine-tuned with task {type(task).__name__}, not segabert_squad")
+    questions = read_squad(args.input, require_answers=False)
+    dataset = task.windows_dataset(args.input, questions)
+    gathered = QuestionAnswers(with_no_answer=task.cfg.squad_v2)
+    head = task.cfg.classification_head_name
+    for batch in _batches(dataset, args.batch_size, device):
+        logits, _ = model(**batch["net_input"], features_only=True, classification_head_name=head)
+        logits = logits.float().masked_fill(batch["net_input"]["src_tokens"].eq(task.dictionary.pad())[..., None],
+                                            float("-inf"))
+        for window, golds in zip(best_spans(*logits.unbind(-1), batch, args.max_answer_tokens), batch["golds"]):
+            gathered.add(window, golds)
+    results = gathered.results()
+    _write_json(args.out, {q.qid: results[q.qid].prediction(args.no_answer_threshold) for q in questions})
+    if args.null_odds:
+        _write_json(args.null_odds, {q.qid: results[q.qid].no_answer_score for q in questions})
+    if any(q.answers or q.is_impossible for q in questions):
+        figures = squad_metrics.evaluate(results, args.no_answer_threshold)
+        line = f"exact {figures['exact']:.2f} | f1 {figures['f1']:.2f} | questions {len(results)}"
+        if task.cfg.squad_v2:
+            for metric in ("exact", "f1"):
+                best, threshold = squad_metrics.best_threshold(results, metric)
+                line += f" | best_{metric} {best:.2f} (threshold {threshold:.4f})"
+        print(line)
+    return args.out
+
+
+def _common(command) -> None:
+    command.add_argument("--checkpoint", required=True, help="the fine-tuned checkpoint")
+    command.add_argument("--pretrain-data", required=True,
+                         help="the segatron-preprocess directory of pre-training (dict.txt, sub-words, splitter)")
+    command.add_argument("--batch-size", type=int, default=32)
+    command.add_argument("--cpu", action="store_true", help="run on the CPU even when a GPU is there")
+
+
+def cli_main(argv=None) -> None:
+    parser, formats = new_parser("segatron-predict", __doc__.splitlines()[0])
+    squad = formats.add_parser("squad", help="SQuAD predictions {id: answer} of a segabert_squad checkpoint")
+    _common(squad)
+    squad.add_argument("--input", required=True, help="an official SQuAD JSON file (answers optional)")
+    squad.add_argument("--out", required=True, help="the predictions JSON to write")
+    squad.add_argument("--null-odds", help="also write each question's no-answer score here (v2.0)")
+    squad.add_argument("--no-answer-threshold", type=float, default=0.0,
+                       help="v2.0: answer '' when the no-answer score exceeds it (e.g. best_f1_thresh of dev)")
+    squad.add_argument("--max-answer-tokens", type=int, default=30)
+    squad.set_defaults(run=_squad)
+    run(parser, argv)
+
+
+if __name__ == "__main__":
+    cli_main()

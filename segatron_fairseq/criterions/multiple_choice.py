@@ -1,0 +1,52 @@
+"""Criterion ``segabert_multiple_choice``: cross-entropy over the options'
+scores (one classification-head output per option, [CLS]); reports accuracy
+over all examples and over each of the task's groups (RACE: middle, high)."""
+import math
+
+import torch.nn.functional as F
+from fairseq import metrics
+from fairseq.criterions import FairseqCriterion, register_criterion
+from fairseq.dataclass import FairseqDataclass
+
+
+@register_criterion("segabert_multiple_choice", dataclass=FairseqDataclass)
+class MultipleChoiceCriterion(FairseqCriterion):
+    def __init__(self, task):
+        super().__init__(task)
+        self.head_name = task.cfg.classification_head_name
+        self.groups = task.groups
+
+    def forward(self, model, sample, reduce=True):
+        scores, _ = model(**sample["net_input"], features_only=True, classification_head_name=self.head_name)
+        target = sample["target"]
+        scores = scores.view(target.size(0), -1).float()  # (B, K)
+        loss = F.cross_entropy(scores, target, reduction="sum")
+        correct = scores.argmax(dim=1).eq(target)
+        size = target.numel()
+        logging_output = {"loss": loss.data, "ntokens": sample["ntokens"], "nsentences": size, "sample_size": size,
+                          "ncorrect": int(correct.sum())}
+        for number, group in enumerate(self.groups):
+            mine = sample["group"].eq(number)
+            logging_output[f"n_{group}"] = int(mine.sum())
+            logging_output[f"ncorrect_{group}"] = int((correct & mine).sum())
+        return loss, size, logging_output
+
+    @staticmethod
+    def reduce_metrics(logging_outputs) -> None:
+        total = sum(log.get("sample_size", 0) for log in logging_outputs)
+        if not total:
+            return
+        loss = sum(float(log.get("loss", 0)) for log in logging_outputs)
+        metrics.log_scalar("loss", loss / total / math.log(2), total, round=3)
+        metrics.log_scalar("accuracy", 100.0 * sum(log.get("ncorrect", 0) for log in logging_outputs) / total,
+                           total, round=2)
+        groups = sorted({key[2:] for log in logging_outputs for key in log if key.startswith("n_")})
+        for group in groups:
+            count = sum(log.get(f"n_{group}", 0) for log in logging_outputs)
+            if count:
+                correct = sum(log.get(f"ncorrect_{group}", 0) for log in logging_outputs)
+                metrics.log_scalar(f"accuracy_{group}", 100.0 * correct / count, count, round=2)
+
+    @staticmethod
+    def logging_outputs_can_be_summed() -> bool:
+        return True

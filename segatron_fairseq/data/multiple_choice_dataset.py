@@ -1,0 +1,95 @@
+"""Multiple-choice examples, one model input per option, in SegaBERT's layout.
+
+An option's input is [CLS] query [SEP] article [SEP]. The query is paragraph
+0: the question is sentence 0 and the option sentence 1 (a cloze question,
+with "_", has the option put in its place and is sentence 0 alone); the
+article's lines are paragraphs 1.., its sentences counted from 0 in each
+(``span_windows.tokenize_context``). Token indexes count within each
+sentence; [CLS] and [SEP] take their left neighbour's indexes ([CLS]: the
+first token's); token type 0 up to the first [SEP], 1 after. The article is
+cut at its end to fit ``max_positions``. Example, question "who ?", option
+"Al", article "A b . C d ." (whitespace words):
+
+    token     [CLS] who ?  Al [SEP] A  b  .  C  d  .  [SEP]
+    paragraph   0    0  0   0   0   1  1  1  1  1  1    1
+    sentence    0    0  0   1   1   0  0  0  1  1  1    1
+    token       0    0  1   0   0   0  1  2  0  1  2    2
+    type        0    0  0   0   0   1  1  1  1  1  1    1
+"""
+from typing import List, Sequence, Tuple
+
+import torch
+from fairseq.data import data_utils
+
+from .example_list_dataset import ExampleListDataset
+from .span_windows import TokenizedText
+
+Layout = Tuple[List[int], List[int], List[int], List[int], List[int]]  # tokens, paragraph, sentence, token, type
+
+
+def option_layout(query: Sequence[Sequence[int]], article: TokenizedText, bos: int, eos: int, max_positions: int,
+                  table_sizes: dict) -> Layout:
+    """One option's input; ``query``: the token ids of its sentences (question, option)."""
+    tokens, paragraph, sentence, token = [bos], [0], [0], [0]
+    for number, text in enumerate(query):
+        tokens += text
+        paragraph += [0] * len(text)
+        sentence += [number] * len(text)
+        token += range(len(text))
+    tokens.append(eos)
+    paragraph.append(paragraph[-1])
+    sentence.append(sentence[-1])
+    token.append(token[-1])
+    head = len(tokens)
+    room = max_positions - head - 1
+    if room < 1:
+        raise ValueError(f"max_positions {max_positions} leaves no room for the article after a "
+                         f"{head - 2}-token query")
+    tokens += article.ids[:room] + [eos]
+    paragraph += article.paragraph[:room]
+    sentence += article.sentence[:room]
+    token += article.token[:room]
+    paragraph.append(paragraph[-1])
+    sentence.append(sentence[-1])
+    token.append(token[-1])
+    token_type = [0] * head + [1] * (len(tokens) - head)
+
+    def clip(values, name):
+        return [min(v, table_sizes[name] - 1) for v in values]
+
+    return tokens, clip(paragraph, "paragraph"), clip(sentence, "sentence"), clip(token, "token"), token_type
+
+
+class MultipleChoiceDataset(ExampleListDataset):
+    """Examples of K options each; a batch is (B * K, T) inputs, ``target``
+    (B,) the right option and ``group`` (B,) each example's group number
+    (RACE: middle 0, high 1)."""
+
+    def __init__(self, examples: List[List[Layout]], targets: List[int], groups: List[int], pad: int):
+        super().__init__([max(len(option[0]) for option in options) for options in examples])
+        self.examples, self.targets, self.groups, self.pad = examples, targets, groups, pad
+
+    def collater(self, indices):
+        if not indices:
+            return {}
+        options = [option for i in indices for option in self.examples[i]]
+
+        def pad(field, value):
+            return data_utils.collate_tokens([torch.tensor(o[field]) for o in options], value)
+
+        src_tokens = pad(0, self.pad)
+        return {
+            "id": torch.tensor(indices),
+            "nsentences": len(indices),
+            "ntokens": int(src_tokens.ne(self.pad).sum()),
+            "net_input": {
+                "src_tokens": src_tokens,
+                "src_lengths": torch.tensor([len(o[0]) for o in options]),
+                "paragraph_index": pad(1, 0),
+                "sentence_index": pad(2, 0),
+                "token_index": pad(3, 0),
+                "token_type": pad(4, 0),
+            },
+            "target": torch.tensor([self.targets[i] for i in indices]),
+            "group": torch.tensor([self.groups[i] for i in indices]),
+        }

@@ -1,0 +1,110 @@
+"""SQuAD's exact match and F1, with the answer normalisation and the rules of
+the official evaluation script of v2.0 (which agree with v1.1's on
+answerable questions):
+
+- normalise: lower case, drop punctuation (``string.punctuation``), drop the
+  words a / an / the, collapse white space;
+- a question's score is the max over its gold answers; gold answers that
+  normalise to nothing are left out, and an unanswerable question's only gold
+  answer is "" (so predicting "" scores 1, anything else 0);
+- F1 is over the normalised words (bags, counted with multiplicity); when the
+  prediction or the gold is empty, F1 is 1 if both are, else 0.
+
+For v2.0, ``best_threshold`` chooses the no-answer threshold that maximises a
+metric over the dev set, as the official script's ``best_exact`` /
+``best_f1`` do: a question is answered "" when its no-answer score exceeds it.
+"""
+import collections
+import re
+import string
+from dataclasses import dataclass
+from typing import Dict, List, Sequence, Tuple
+
+_PUNCTUATION = frozenset(string.punctuation)
+_ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
+
+
+def normalize_answer(text: str) -> str:
+    text = "".join(ch for ch in text.lower() if ch not in _PUNCTUATION)
+    return " ".join(_ARTICLES.sub(" ", text).split())
+
+
+def exact_match(prediction: str, gold: str) -> float:
+    return float(normalize_answer(prediction) == normalize_answer(gold))
+
+
+def f1_score(prediction: str, gold: str) -> float:
+    predicted, wanted = normalize_answer(prediction).split(), normalize_answer(gold).split()
+    if not predicted or not wanted:
+        return float(predicted == wanted)
+    common = sum((collections.Counter(predicted) & collections.Counter(wanted)).values())
+    if common == 0:
+        return 0.0
+    precision, recall = common / len(predicted), common / len(wanted)
+    return 2 * precision * recall / (precision + recall)
+
+
+def gold_answers(answers: Sequence[str]) -> List[str]:
+    """The gold answers a prediction is scored against ([""] when none is left)."""
+    kept = [a for a in answers if normalize_answer(a)]
+    return kept or [""]
+
+
+def question_scores(prediction: str, answers: Sequence[str]) -> Tuple[float, float]:
+    """(exact match, F1) of one question: the max over its gold answers."""
+    golds = gold_answers(answers)
+    return max(exact_match(prediction, g) for g in golds), max(f1_score(prediction, g) for g in golds)
+
+
+@dataclass
+class QuestionResult:
+    """What a model said about one question: its best non-empty answer, how
+    much more it scored "no answer" (``no_answer_score``; v1.1 models leave it
+    at -inf) and the gold answers (empty for an unanswerable question)."""
+
+    answer: str
+    no_answer_score: float
+    golds: List[str]
+
+    def prediction(self, threshold: float) -> str:
+        return "" if self.no_answer_score > threshold else self.answer
+
+
+def evaluate(results: Dict[str, QuestionResult], threshold: float = 0.0) -> Dict[str, float]:
+    """exact and f1 (x 100) over all questions, answering "" above ``threshold``."""
+    if not results:
+        return {"exact": 0.0, "f1": 0.0}
+    scores = [question_scores(r.prediction(threshold), r.golds) for r in results.values()]
+    return {"exact": 100 * sum(s[0] for s in scores) / len(scores),
+            "f1": 100 * sum(s[1] for s in scores) / len(scores)}
+
+
+def best_threshold(results: Dict[str, QuestionResult], metric: str) -> Tuple[float, float]:
+    """(best score x 100, threshold) of ``metric`` ("exact" or "f1") over the
+    no-answer thresholds: every question's no-answer score, and one below all
+    of them (answer everything). Ties keep the highest threshold."""
+    which = {"exact": 0, "f1": 1}[metric]
+    if not results:
+        return 0.0, 0.0
+    ordered = sorted(results.values(), key=lambda r: r.no_answer_score, reverse=True)
+    answered = [question_scores(r.answer, r.golds)[which] for r in ordered]
+    silent = [question_scores("", r.golds)[which] for r in ordered]
+    # threshold just below ordered[k].no_answer_score: questions 0..k are "", the rest answered
+    total = sum(answered)
+    highest = ordered[0].no_answer_score
+    best, threshold = total, highest if highest > float("-inf") else 0.0
+    for k, result in enumerate(ordered):
+        total += silent[k] - answered[k]
+        last_silenced = k + 1 == len(ordered) or ordered[k + 1].no_answer_score < result.no_answer_score
+        if last_silenced and total > best:
+            best = total
+            below = ordered[k + 1].no_answer_score if k + 1 < len(ordered) else float("-inf")
+            threshold = _between(below, result.no_answer_score)
+    return 100 * best / len(ordered), threshold
+
+
+def _between(low: float, high: float) -> float:
+    """A threshold t with low <= t < high (questions scored ``high`` silenced, ``low`` answered)."""
+    if low == float("-inf"):
+        return high - 1.0
+    return (low + high) / 2 if high - low > 1e-6 else low

@@ -1,0 +1,87 @@
+"""Task ``segabert_multiple_choice``: RACE with SegaBERT, or the BERT baseline
+(``--arch segabert_bert_*``).
+
+``data`` is the official RACE directory: split ``train`` reads
+``train/{middle,high}/*.txt``, ``valid`` reads ``dev/``, any other split its
+own directory (``test``). Each option is laid out with its question and the
+article as ``data/multiple_choice_dataset.py`` draws it (query p = 0,
+article paragraphs p = 1.., sentences by the pre-training corpus's
+splitter). The model scores each option with a classification head of one
+output (``--classification-head-name``); the criterion
+``segabert_multiple_choice`` reports accuracy for middle, high and all.
+"""
+import logging
+import os
+from dataclasses import dataclass, field
+
+from fairseq.tasks import register_task
+from segatron_preprocess.text_encoder import TextEncoder
+
+from segatron_fairseq.data.multiple_choice_dataset import MultipleChoiceDataset, option_layout
+from segatron_fairseq.data.race import LEVELS, read_race
+from segatron_fairseq.data.span_windows import tokenize_context
+from segatron_fairseq.models.segabert import SEGMENT_TABLE_SIZES
+from segatron_fairseq.tasks.finetuning_task import FinetuningConfig, FinetuningTask
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class SegaBERTMultipleChoiceConfig(FinetuningConfig):
+    data: str = field(default="???", metadata={"help": "the RACE directory (train/, dev/, test/)"})
+    max_positions: int = field(default=512, metadata={"help": "longest input, [CLS]/[SEP] included"})
+    max_query_tokens: int = field(default=128, metadata={"help": "question + option cut to this many tokens"})
+    classification_head_name: str = field(default="multiple_choice_head")
+
+
+@register_task("segabert_multiple_choice", dataclass=SegaBERTMultipleChoiceConfig)
+class SegaBERTMultipleChoiceTask(FinetuningTask):
+    groups = LEVELS
+
+    def __init__(self, cfg: SegaBERTMultipleChoiceConfig, dictionary):
+        super().__init__(cfg, dictionary)
+        encoder = TextEncoder(cfg.pretrain_data, dictionary)
+        self.subwords, self.splitter = encoder.segmenter.subwords, encoder.segmenter.splitter
+
+    def load_dataset(self, split: str, epoch: int = 1, combine: bool = False, **kwargs):
+        directory = os.path.join(self.cfg.data, {"valid": "dev"}.get(split, split))
+        questions = read_race(directory)
+        bos, eos = self.dictionary.bos(), self.dictionary.eos()
+        articles = {}
+        examples = []
+        for question in questions:
+            if question.article not in articles:
+                articles[question.article] = tokenize_context(question.article, self.subwords.encode,
+                                                              self.dictionary.index, self.splitter, 1)
+            layouts = []
+            for option in question.options:
+                if "_" in question.question:
+                    query = [self.encode(question.question.replace("_", option, 1))]
+                else:
+                    query = [self.encode(question.question), self.encode(option)]
+                query = _cut(query, self.cfg.max_query_tokens)
+                layouts.append(option_layout(query, articles[question.article], bos, eos, self.cfg.max_positions,
+                                             SEGMENT_TABLE_SIZES))
+            examples.append(layouts)
+        self.datasets[split] = MultipleChoiceDataset(examples, [q.answer for q in questions],
+                                                     [self.groups.index(q.level) for q in questions],
+                                                     self.dictionary.pad())
+        logger.info(f"{split}: {len(questions):,} questions from {directory} "
+                    + ", ".join(f"{g} {sum(q.level == g for q in questions):,}" for g in self.groups))
+
+    def build_model(self, cfg, from_checkpoint=False):
+        model = super().build_model(cfg, from_checkpoint)
+        model.register_classification_head(self.cfg.classification_head_name, num_classes=1)
+        return model
+
+    def max_positions(self):
+        return self.cfg.max_positions
+
+
+def _cut(query, limit):
+    """The query's sentences, the longest shortened until they fit ``limit`` tokens."""
+    query = [list(q) for q in query]
+    while sum(len(q) for q in query) > limit:
+        longest = max(range(len(query)), key=lambda k: len(query[k]))
+        query[longest].pop()
+    return query

@@ -1,0 +1,166 @@
+"""SQuAD: the official metric's rules, the JSON reader, the paper's window
+layout computed by hand, window stitching and decoding."""
+import json
+
+import pytest
+import torch
+from segatron_preprocess import sentences, subwords
+
+from segatron_fairseq import squad_metrics
+from segatron_fairseq.data.span_windows import (
+    SpanWindowDataset,
+    answer_tokens,
+    piece_spans,
+    question_windows,
+    tokenize_context,
+)
+from segatron_fairseq.data.squad_json import read_squad
+from segatron_fairseq.models.segabert import SEGMENT_TABLE_SIZES
+from segatron_fairseq.span_answers import QuestionAnswers, best_spans
+from segatron_fairseq.squad_metrics import QuestionResult
+
+TRAIN_TEXT = "The crab lives near the reef . It hides under a ledge . Dr. Jones counted the crabs . " * 40
+
+
+@pytest.fixture(scope="module")
+def splitter():
+    return sentences.load_params(sentences.train([TRAIN_TEXT], 1 << 20))
+
+
+@pytest.mark.parametrize("prediction, gold, exact, f1", [
+    ("The Cat!", "cat", 1.0, 1.0),                       # case, article, punctuation
+    ("  an   apple,a pear ", "apple pear", 0.0, 0.5),      # "apple,a" -> "applea": 1 of 2 words
+    ("an apple, a pear", "apple pear", 1.0, 1.0),
+    ("the big cat", "a cat", 0.0, 2 / 3),                 # precision 1/2, recall 1
+    ("theater", "ater", 0.0, 0.0),                        # "the" only as a word
+    ("cat\u2019s", "cats", 0.0, 0.0),                     # only ASCII punctuation is removed
+    ("cat's", "cats", 1.0, 1.0),
+    ("", "", 1.0, 1.0),                                   # no answer predicted for no answer
+    ("", "a", 1.0, 1.0),                                  # "a" normalises to nothing
+    ("cat", "", 0.0, 0.0),
+    ("cat cat dog", "cat dog dog", 0.0, 2 / 3),           # bags with multiplicity
+])
+def test_official_normalisation_and_scores(prediction, gold, exact, f1):
+    assert squad_metrics.exact_match(prediction, gold) == exact
+    assert squad_metrics.f1_score(prediction, gold) == pytest.approx(f1)
+
+
+def test_max_over_gold_answers_and_unanswerable():
+    assert squad_metrics.question_scores("Denver Broncos", ["Broncos", "the Denver Broncos", "Denver"]) == (1.0, 1.0)
+    exact, f1 = squad_metrics.question_scores("Broncos win", ["Broncos", "Denver"])
+    assert exact == 0.0 and f1 == pytest.approx(2 / 3)
+    assert squad_metrics.question_scores("", []) == (1.0, 1.0)
+    assert squad_metrics.question_scores("x", ["the", "a"]) == (0.0, 0.0)  # golds that normalise to nothing
+
+
+def test_best_threshold_by_hand():
+    results = {  # answer, no-answer score, golds
+        "q1": QuestionResult("cat", -2.0, ["cat"]),    # right answer, low no-answer score
+        "q2": QuestionResult("dog", 1.0, []),          # unanswerable, no-answer wins at threshold 0
+        "q3": QuestionResult("fish", 3.0, ["bird"]),   # answerable, silenced: wrong either way
+        "q4": QuestionResult("the cow", -1.0, []),     # unanswerable, answered at threshold 0
+    }
+    assert squad_metrics.evaluate(results, 0.0) == {"exact": 50.0, "f1": 50.0}  # q1, q2 right
+    best, threshold = squad_metrics.best_threshold(results, "exact")
+    assert best == 75.0 and -2.0 <= threshold < -1.0  # silence q4 too, keep q1
+    assert squad_metrics.evaluate(results, threshold)["exact"] == 75.0
+    answer_all, _ = squad_metrics.best_threshold({"q1": results["q1"]}, "f1")
+    assert answer_all == 100.0
+
+
+SQUAD = {"version": "v2.0", "data": [{"title": "Crabs", "paragraphs": [{
+    "context": "The crab lives near the reef. It hides under a ledge.\nDr. Jones counted 12 crabs.",
+    "qas": [
+        {"id": "q1", "question": "Where does the crab live?", "is_impossible": False,
+         "answers": [{"text": "near the reef", "answer_start": 15}, {"text": "the reef", "answer_start": 20}]},
+        {"id": "q2", "question": "How many crabs did Jones count?", "is_impossible": False,
+         "answers": [{"text": "12", "answer_start": 72}]},
+        {"id": "q3", "question": "What colour is the crab?", "is_impossible": True, "answers": [],
+         "plausible_answers": [{"text": "crab", "answer_start": 4}]},
+    ]}]}]}
+
+
+def test_squad_json_reader(tmp_path):
+    path = tmp_path / "dev-v2.0.json"
+    path.write_text(json.dumps(SQUAD))
+    q1, q2, q3 = read_squad(str(path))
+    assert q1.answers == ("near the reef", "the reef") and q1.answer_start == 15
+    assert q2.context[q2.answer_start:q2.answer_start + 2] == "12"
+    assert q3.is_impossible and q3.answers == () and q3.answer_start is None
+    broken = json.loads(json.dumps(SQUAD))
+    broken["data"][0]["paragraphs"][0]["qas"][1]["answers"][0]["answer_start"] = 3
+    path.write_text(json.dumps(broken))
+    with pytest.raises(ValueError, match=r"dev-v2.0.json: question q2: answer '12' is not at answer_start 3"):
+        read_squad(str(path))
+    path.write_text("{not json")
+    with pytest.raises(ValueError, match="dev-v2.0.json: not a SQuAD JSON file"):
+        read_squad(str(path))
+
+
+def _words_context(text, splitter, vocabulary):
+    return tokenize_context(text, subwords.Words().encode, vocabulary.setdefault_index, splitter, first_paragraph=1)
+
+
+class Vocabulary(dict):
+    def setdefault_index(self, symbol):
+        return self.setdefault(symbol, len(self) + 10)
+
+
+def test_layout_by_hand(splitter):
+    """The module docstring's example: question p = 0, s = 0; context paragraphs from 1, sentences from 0."""
+    vocabulary = Vocabulary()
+    context = _words_context("A b . C d .\nE f .", splitter, vocabulary)
+    question = [vocabulary.setdefault_index(w) for w in ("who", "?")]
+    (window,) = question_windows(0, question, context, None, bos=0, eos=2, max_positions=64, doc_stride=128,
+                                 max_query_tokens=64, table_sizes=SEGMENT_TABLE_SIZES)
+    assert window.tokens[0] == 0 and window.tokens[3] == 2 and window.tokens[-1] == 2
+    assert window.paragraph == [0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2]
+    assert window.sentence == [0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 0, 0, 0, 0]
+    assert window.token == [0, 0, 1, 1, 0, 1, 2, 0, 1, 2, 0, 1, 2, 2]
+    assert window.token_type == [0] * 4 + [1] * 10
+    assert (window.start_position, window.end_position) == (0, 0)
+    text = "A b . C d .\nE f ."
+    spans = [text[a:b] for a, b in zip(window.char_start, window.char_end) if a >= 0]
+    assert spans == ["A", "b", ".", "C", "d", ".", "E", "f", "."]
+
+
+def test_piece_spans_follow_the_word():
+    assert piece_spans(["\u2581Den", "ver", "."], 10, 17) == [(10, 13), (13, 16), (16, 17)]
+    assert piece_spans(["den", "##ver"], 0, 6) == [(0, 3), (3, 6)]
+    assert piece_spans(["[UNK]"], 4, 6) == [(4, 6)]  # a normaliser changed the word: the whole word
+
+
+def test_an_answer_across_a_window_edge_is_found(splitter):
+    """20 context tokens, windows of 8 every 4: the answer (tokens 6..9) crosses
+    the first window's end; it is the target of the second window only, and
+    decoding finds it there."""
+    text = " ".join(f"w{k}" for k in range(20))
+    vocabulary = Vocabulary()
+    context = _words_context(text, splitter, vocabulary)
+    start_char = text.index("w6")
+    answer = answer_tokens(context, start_char, text.index("w9") + 2)
+    assert answer == (6, 9)
+    question = [vocabulary.setdefault_index("q")]
+    windows = question_windows(0, question, context, answer, 0, 2, max_positions=12, doc_stride=4,
+                               max_query_tokens=64, table_sizes=SEGMENT_TABLE_SIZES)
+    firsts = [next(k for k, c in enumerate(w.char_start) if c >= 0) for w in windows]
+    assert [text[w.char_start[f]:w.char_end[f]] for w, f in zip(windows, firsts)] == ["w0", "w4", "w8", "w12"]
+    assert [(w.start_position, w.end_position) for w in windows] == [(0, 0), (3 + 2, 3 + 5), (0, 0), (0, 0)]
+    # token 6 is scored in the second window (2 tokens left, 5 right) rather than the first (6 left, 1 right)
+    assert windows[0].may_start[3 + 6] is False and windows[1].may_start[3 + 2] is True
+
+    class Question:
+        qid, context, answers = "q", text, ("w6 w7 w8 w9",)
+
+    batch = SpanWindowDataset(windows, [Question], pad=1).collater(list(range(len(windows))))
+    start_logits = torch.zeros(batch["net_input"]["src_tokens"].shape)
+    end_logits = torch.zeros_like(start_logits)
+    start_logits[1, 3 + 2], end_logits[1, 3 + 5] = 5.0, 5.0  # the answer in the second window
+    start_logits[0, 3 + 6], end_logits[0, 3 + 7] = 9.0, 9.0  # not a max-context start in the first
+    decoded = best_spans(start_logits, end_logits, batch, max_answer_tokens=30)
+    gathered = QuestionAnswers(with_no_answer=True)
+    for window, golds in zip(decoded, batch["golds"]):
+        gathered.add(window, golds)
+    result = gathered.results()["q"]
+    assert result.answer == "w6 w7 w8 w9" and result.no_answer_score == pytest.approx(0.0 - 10.0)
+    assert squad_metrics.evaluate({"q": result}) == {"exact": 100.0, "f1": 100.0}

@@ -1,10 +1,16 @@
 """SQuAD: the official metric's rules, the JSON reader, the paper's window
 layout computed by hand, window stitching and decoding."""
 import json
+import os
+import re
+import subprocess
+import sys
 
 import pytest
 import torch
 from segatron_preprocess import sentences, subwords
+
+from conftest import PLUGIN_DIR, ROOT, pretrained_segabert, run_cli
 
 from segatron_fairseq import squad_metrics
 from segatron_fairseq.data.span_windows import (
@@ -164,3 +170,38 @@ def test_an_answer_across_a_window_edge_is_found(splitter):
     result = gathered.results()["q"]
     assert result.answer == "w6 w7 w8 w9" and result.no_answer_score == pytest.approx(0.0 - 10.0)
     assert squad_metrics.evaluate({"q": result}) == {"exact": 100.0, "f1": 100.0}
+
+
+def test_fine_tuned_segabert_extracts_answers_far_above_the_baselines(tmp_path):
+    """scripts/squad_synthetic.py end to end on a generated WikiText file: pre-training, SQuAD v2.0 files,
+    fine-tuning through fairseq-train, predictions through segatron-predict."""
+    from corpus import make_documents, write_wikitext
+
+    write_wikitext(tmp_path / "wiki.tokens", make_documents(400, seed=3))
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "squad_synthetic.py"), "--wikitext",
+                           str(tmp_path / "wiki.tokens"), "--workdir", str(tmp_path / "work"), "--pretrain-updates", "30",
+                           "--train-contexts", "200", "--dev-contexts", "40", "--epochs", "10", "--max-words", "40"],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          env=dict(os.environ, OMP_NUM_THREADS="1"))
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    predicted = float(re.search(r"^exact ([0-9.]+) \| f1", proc.stdout, re.M).group(1))
+    em, random_em, silent_em = map(float, re.search(
+        r"fine-tuned EM ([0-9.]+) \| random-span EM ([0-9.]+) \| no-answer EM ([0-9.]+)", proc.stdout).groups())
+    assert em == predicted  # the predictions file scores what segatron-predict printed
+    assert em >= max(random_em, silent_em) + 10, proc.stdout[-1500:]
+    answers = json.loads((tmp_path / "work" / "predictions.json").read_text())
+    dev = json.loads((tmp_path / "work" / "squad" / "dev-v2.0.json").read_text())
+    assert set(answers) == {qa["id"] for a in dev["data"] for p in a["paragraphs"] for qa in p["qas"]}
+    assert all(isinstance(text, str) for text in answers.values())
+
+
+def test_a_v2_file_without_squad_v2_names_the_question(tmp_path):
+    pretrained = pretrained_segabert(tmp_path, "The crab lives near the reef".split(), documents=3, updates=1)
+    (tmp_path / "squad").mkdir()
+    for name in ("train-v1.1.json", "dev-v1.1.json"):
+        (tmp_path / "squad" / name).write_text(json.dumps(SQUAD))
+    out = run_cli("fairseq-train", tmp_path / "squad", "--user-dir", PLUGIN_DIR, "--task", "segabert_squad",
+                  "--pretrain-data", pretrained / "bin", "--criterion", "segabert_squad", "--arch", "segabert_tiny",
+                  "--max-positions", 32, "--doc-stride", 8, "--batch-size", 4, "--optimizer", "adam", "--lr", 1e-3,
+                  "--max-update", 1, "--save-dir", tmp_path / "ft", "--cpu", expect_ok=False)
+    assert "dev-v1.1.json: question q3 (and 0 more) is_impossible: a SQuAD v2.0 file needs --squad-v2" in out

@@ -134,3 +134,46 @@ def test_unknown_label_names_the_file_and_example(pretrained, tmp_path):
                   "--optimizer", "adam", "--lr", 1e-3, "--max-update", 1, "--save-dir", tmp_path / "ft",
                   "--cpu", expect_ok=False)
     assert "dev.tsv: example 1: label 'maybe' is not one of ['0', '1']" in out
+
+
+def test_glue_test_files_and_submission(pretrained, tmp_path):
+    """segatron-predict glue: the GLUE server's SST-2.tsv from test.tsv (index, sentence), labels as in train."""
+    glue = tmp_path / "SST-2"
+    glue.mkdir()
+    rng = random.Random(3)
+    rows = [(" ".join(rng.choice(WORDS) for _ in range(5)), str(rng.randint(0, 1))) for _ in range(40)]
+    for name in ("train.tsv", "dev.tsv"):
+        (glue / name).write_text("sentence\tlabel\n" + "".join(f"{t}\t{label}\n" for t, label in rows))
+    (glue / "test.tsv").write_text("index\tsentence\n" + "".join(f"{k}\t{t}\n" for k, (t, _) in enumerate(rows[:7])))
+    run_cli("fairseq-train", glue, "--user-dir", PLUGIN_DIR, "--task", "segabert_sentence_prediction",
+            "--pretrain-data", pretrained / "bin", "--glue-task", "SST-2", "--criterion", "sentence_prediction_metrics",
+            "--arch", "segabert_tiny", "--restore-file", pretrained / "ckpt" / "checkpoint_last.pt",
+            "--reset-optimizer", "--reset-dataloader", "--reset-meters", "--reset-lr-scheduler", "--batch-size", 8,
+            "--optimizer", "adam", "--lr", 1e-3, "--max-update", 2, "--save-dir", tmp_path / "ft",
+            "--no-epoch-checkpoints", "--cpu")
+    out = run_cli("segatron-predict", "glue", "--checkpoint", tmp_path / "ft" / "checkpoint_last.pt",
+                  "--pretrain-data", pretrained / "bin", "--glue-task", "SST-2", "--data", glue,
+                  "--out", tmp_path / "submission", "--cpu")
+    assert "7 predictions -> SST-2.tsv" in out
+    lines = (tmp_path / "submission" / "SST-2.tsv").read_text().splitlines()
+    assert lines[0] == "index\tprediction" and len(lines) == 8
+    assert [line.split("\t")[0] for line in lines[1:]] == [str(k) for k in range(7)]
+    assert {line.split("\t")[1] for line in lines[1:]} <= {"0", "1"}
+    wrong = run_cli("segatron-predict", "glue", "--checkpoint", tmp_path / "ft" / "checkpoint_last.pt",
+                    "--pretrain-data", pretrained / "bin", "--glue-task", "CoLA", "--data", glue,
+                    "--out", tmp_path / "other", "--cpu", expect_ok=False)
+    assert "fine-tuned on --glue-task SST-2, not CoLA" in wrong
+
+
+def test_glue_test_file_columns(tmp_path):
+    from segatron_fairseq.data.glue_tsv import GLUE_TEST_FILES, read_test_tsv
+
+    path = tmp_path / "test_matched.tsv"
+    header = "index\tpromptID\tpairID\tgenre\tb1\tb2\tp1\tp2\tsentence1\tsentence2\n"
+    path.write_text(header + "0\t31\t31e\tgov\t(\t(\t(\t(\tA premise .\tA hypothesis .\n")
+    (matched, mismatched) = GLUE_TEST_FILES["MNLI"]
+    assert (matched.submission, mismatched.submission) == ("MNLI-m.tsv", "MNLI-mm.tsv")
+    assert read_test_tsv(str(path), matched.text_columns) == [("0", ["A premise .", "A hypothesis ."])]
+    qqp = tmp_path / "qqp.tsv"
+    qqp.write_text("id\tquestion1\tquestion2\n5\tWhy ?\tHow ?\n")
+    assert read_test_tsv(str(qqp), GLUE_TEST_FILES["QQP"][0].text_columns) == [("5", ["Why ?", "How ?"])]

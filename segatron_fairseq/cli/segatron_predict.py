@@ -81,6 +81,43 @@ def _squad(args) -> str:
     return args.out
 
 
+@torch.no_grad()
+def _glue(args) -> str:
+    from segatron_preprocess.atomic import atomic_path
+
+    from segatron_fairseq.data.glue_tsv import GLUE_DIAGNOSTIC, GLUE_TEST_FILES, read_test_tsv
+    from segatron_fairseq.tasks.segabert_sentence_prediction import SegaBERTSentencePredictionTask
+
+    if args.glue_task not in GLUE_TEST_FILES:
+        raise ValueError(f"--glue-task {args.glue_task}: choose from {', '.join(GLUE_TEST_FILES)}")
+    model, task, device = _load(args)
+    if not isinstance(task, SegaBERTSentencePredictionTask):
+        raise ValueError(f"{args.checkpoint}: fine-tuned with task {type(task).__name__}, "
+                         "not segabert_sentence_prediction")
+    if task.cfg.glue_task != args.glue_task:
+        raise ValueError(f"{args.checkpoint}: fine-tuned on --glue-task {task.cfg.glue_task}, not {args.glue_task}")
+    files = [(os.path.join(args.data, test.file), test) for test in GLUE_TEST_FILES[args.glue_task]]
+    if args.diagnostic:
+        files.append((args.diagnostic, GLUE_DIAGNOSTIC))
+    rows = [(path, test, read_test_tsv(path, test.text_columns)) for path, test in files]  # all read first
+    os.makedirs(args.out, exist_ok=True)
+    head = task.cfg.classification_head_name
+    for path, test, lines in rows:
+        dataset = task.examples_dataset([texts for _, texts in lines], [0] * len(lines))
+        predictions = {}
+        for batch in _batches(dataset, args.batch_size, device):
+            logits, _ = model(**batch["net_input"], features_only=True, classification_head_name=head)
+            for number, output in zip(batch["id"].tolist(), logits.float().cpu()):
+                predictions[number] = (f"{float(output[0]):.3f}" if task.labels is None
+                                       else task.labels[int(output.argmax())])
+        with atomic_path(os.path.join(args.out, test.submission)) as staged, open(staged, "w") as f:
+            f.write("index\tprediction\n")
+            for number, (index, _) in enumerate(lines):
+                f.write(f"{index}\t{predictions[number]}\n")
+        print(f"{path}: {len(lines):,} predictions -> {test.submission}")
+    return args.out
+
+
 def _common(command) -> None:
     command.add_argument("--checkpoint", required=True, help="the fine-tuned checkpoint")
     command.add_argument("--pretrain-data", required=True,
@@ -100,6 +137,13 @@ def cli_main(argv=None) -> None:
                        help="v2.0: answer '' when the no-answer score exceeds it (e.g. best_f1_thresh of dev)")
     squad.add_argument("--max-answer-tokens", type=int, default=30)
     squad.set_defaults(run=_squad)
+    glue = formats.add_parser("glue", help="GLUE server files of a segabert_sentence_prediction checkpoint")
+    _common(glue)
+    glue.add_argument("--glue-task", required=True, help="the task's name (MNLI, SST-2, ...)")
+    glue.add_argument("--data", required=True, help="the task's directory, with its test file(s)")
+    glue.add_argument("--diagnostic", help="MNLI: glue_data/diagnostic/diagnostic.tsv, predicted into AX.tsv")
+    glue.add_argument("--out", required=True, help="the directory of the submission files")
+    glue.set_defaults(run=_glue)
     run(parser, argv)
 
 

@@ -33,6 +33,38 @@ GLUE_TASKS: Dict[str, GlueFormat] = {
 }
 
 
+@dataclasses.dataclass(frozen=True)
+class GlueTestFile:
+    """A GLUE test file (header line, ``index`` in column 0, no label) and the
+    file of the GLUE server's submission that holds its predictions."""
+
+    file: str
+    text_columns: Tuple[int, ...]
+    submission: str
+
+
+GLUE_TEST_FILES: Dict[str, Tuple[GlueTestFile, ...]] = {
+    "CoLA": (GlueTestFile("test.tsv", (1,), "CoLA.tsv"),),
+    "SST-2": (GlueTestFile("test.tsv", (1,), "SST-2.tsv"),),
+    "MRPC": (GlueTestFile("test.tsv", (3, 4), "MRPC.tsv"),),
+    "STS-B": (GlueTestFile("test.tsv", (7, 8), "STS-B.tsv"),),
+    "QQP": (GlueTestFile("test.tsv", (1, 2), "QQP.tsv"),),
+    "MNLI": (GlueTestFile("test_matched.tsv", (8, 9), "MNLI-m.tsv"),
+             GlueTestFile("test_mismatched.tsv", (8, 9), "MNLI-mm.tsv")),
+    "QNLI": (GlueTestFile("test.tsv", (1, 2), "QNLI.tsv"),),
+    "RTE": (GlueTestFile("test.tsv", (1, 2), "RTE.tsv"),),
+    "WNLI": (GlueTestFile("test.tsv", (1, 2), "WNLI.tsv"),),
+}
+# the diagnostic set (glue_data/diagnostic/diagnostic.tsv), predicted by the MNLI model
+GLUE_DIAGNOSTIC = GlueTestFile("diagnostic.tsv", (1, 2), "AX.tsv")
+
+
+def read_test_tsv(path: str, columns: Tuple[int, ...]) -> List[Tuple[str, List[str]]]:
+    """(index, texts) of each line of a GLUE test file."""
+    fmt = GlueFormat(columns, 0, True, None, ())
+    return [(index, texts) for texts, index in read_tsv(path, fmt)]
+
+
 def read_tsv(path: str, fmt: GlueFormat) -> List[Tuple[List[str], str]]:
     rows = []
     try:

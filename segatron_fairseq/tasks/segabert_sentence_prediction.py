@@ -8,6 +8,7 @@ flags); the criterion is ``sentence_prediction_metrics``.
 """
 import logging
 from dataclasses import dataclass, field
+from typing import List
 
 from fairseq.tasks import register_task
 
@@ -28,12 +29,15 @@ class SegaBERTSentencePredictionConfig(TextClassificationConfig):
 class SegaBERTSentencePredictionTask(TextClassificationTask):
     def load_dataset(self, split: str, epoch: int = 1, combine: bool = False, **kwargs):
         path, texts, targets = self.read_split(split)
+        self.datasets[split] = self.examples_dataset(texts, targets)
+        logger.info(f"{split}: {len(texts):,} examples from {path}")
+
+    def examples_dataset(self, texts: List[List[str]], targets: list) -> SentencePredictionDataset:
+        """The dataset of examples given as their texts (one or two each) and targets."""
         bos, eos = self.dictionary.bos(), self.dictionary.eos()
         examples = [segment_layout([self.encode(t) for t in example], bos, eos, self.cfg.max_positions,
                                    self.cfg.max_token_index) for example in texts]
-        self.datasets[split] = SentencePredictionDataset(examples, targets, self.dictionary.pad(),
-                                                         regression=self.labels is None)
-        logger.info(f"{split}: {len(examples):,} examples from {path}")
+        return SentencePredictionDataset(examples, targets, self.dictionary.pad(), regression=self.labels is None)
 
     def max_positions(self):
         return self.cfg.max_positions

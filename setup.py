@@ -43,6 +43,7 @@ setup(
             "segatron-import = segatron_fairseq.cli.segatron_import:cli_main",
             "segatron-export = segatron_fairseq.cli.segatron_export:cli_main",
             "segatron-predict = segatron_fairseq.cli.segatron_predict:cli_main",
+            "segatron-sts = segatron_fairseq.cli.sts:cli_main",
         ],
     },
 )

@@ -3,5 +3,6 @@ from . import (  # noqa: F401  (register the criterions)
     multiple_choice,
     segatron_lm_loss,
     sentence_prediction_metrics,
+    siamese_classification,
     span_prediction,
 )

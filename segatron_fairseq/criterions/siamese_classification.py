@@ -1,0 +1,48 @@
+"""Criterion ``segabert_siamese``: cross-entropy of the siamese head's labels
+for (u, v), each the pooled last layer of one sentence read alone by the
+shared encoder (Sentence-BERT's classification objective); reports accuracy."""
+import math
+
+import torch.nn.functional as F
+from fairseq import metrics
+from fairseq.criterions import FairseqCriterion, register_criterion
+from fairseq.dataclass import FairseqDataclass
+
+from segatron_fairseq.sentence_embeddings import pool
+
+
+def sentence_embedding(model, net_input, mode: str, padding_idx: int):
+    """(B, d) pooled last-layer states of a batch of single texts."""
+    features, _ = model(**net_input, features_only=True)
+    return pool(features, net_input["src_tokens"].eq(padding_idx), mode)
+
+
+@register_criterion("segabert_siamese", dataclass=FairseqDataclass)
+class SiameseClassificationCriterion(FairseqCriterion):
+    def __init__(self, task):
+        super().__init__(task)
+        self.head_name, self.pooling = task.cfg.classification_head_name, task.cfg.pooling
+
+    def forward(self, model, sample, reduce=True):
+        u = sentence_embedding(model, sample["net_input"], self.pooling, self.padding_idx)
+        v = sentence_embedding(model, sample["net_input_b"], self.pooling, self.padding_idx)
+        logits = model.classification_heads[self.head_name](u, v).float()
+        target = sample["target"]
+        loss = F.cross_entropy(logits, target, reduction="sum")
+        size = target.numel()
+        return loss, size, {"loss": loss.data, "ntokens": sample["ntokens"], "nsentences": size, "sample_size": size,
+                            "ncorrect": int(logits.argmax(dim=1).eq(target).sum())}
+
+    @staticmethod
+    def reduce_metrics(logging_outputs) -> None:
+        total = sum(log.get("sample_size", 0) for log in logging_outputs)
+        if not total:
+            return
+        loss = sum(float(log.get("loss", 0)) for log in logging_outputs)
+        metrics.log_scalar("loss", loss / total / math.log(2), total, round=3)
+        correct = sum(log.get("ncorrect", 0) for log in logging_outputs)
+        metrics.log_scalar("accuracy", 100.0 * correct / total, total, round=2)
+
+    @staticmethod
+    def logging_outputs_can_be_summed() -> bool:
+        return True

@@ -1,0 +1,134 @@
+"""Sentence embeddings and STS: pooling by hand, the STS file formats, segatron-sts against a
+sentence-by-sentence reference, and S-SegaBERT's siamese NLI fine-tuning from SNLI / MNLI files."""
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+from scipy import stats
+
+from conftest import PLUGIN_DIR, ROOT, pretrained_segabert, run_cli
+from segatron_fairseq.cli.sts import read_sts
+from segatron_fairseq.sentence_embeddings import pool
+
+WORDS = "the crab lives near a reef it hides under ledge fish swim far away".split()
+
+
+def test_pooling_by_hand():
+    features = torch.tensor([[[1.0, 4.0], [3.0, 0.0], [9.0, 9.0]],
+                             [[2.0, 2.0], [4.0, 6.0], [0.0, -1.0]]])
+    padding = torch.tensor([[False, False, True], [False, False, False]])
+    assert np.allclose(pool(features, padding, "mean"), [[2.0, 2.0], [2.0, 7 / 3]])
+    assert pool(features, padding, "max").tolist() == [[3.0, 4.0], [4.0, 6.0]]
+    assert pool(features, padding, "cls").tolist() == [[1.0, 4.0], [2.0, 2.0]]
+    with pytest.raises(ValueError, match="pooling 'sum'"):
+        pool(features, padding, "sum")
+
+
+def test_sts_formats(tmp_path):
+    stsb = tmp_path / "dev.tsv"
+    stsb.write_text("index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore\n"
+                    "0\tmain-captions\tMSRvid\t2012test\t0001\tnone\tnone\tA man plays .\tA man sings .\t2.5\n")
+    sick = tmp_path / "SICK.txt"
+    sick.write_text("pair_ID\tsentence_A\tsentence_B\trelatedness_score\tentailment_judgment\n"
+                    "1\tA dog runs\tA cat runs\t3.6\tNEUTRAL\n")
+    plain = tmp_path / "sts12.txt"
+    plain.write_text("One .\tTwo .\t1.0\nThree .\tFour .\t4.2\n")
+    assert read_sts(str(stsb))[:2] == (["A man plays ."], ["A man sings ."]) and read_sts(str(stsb))[2][0] == 2.5
+    assert read_sts(str(sick))[0] == ["A dog runs"] and read_sts(str(sick))[2][0] == 3.6
+    assert read_sts(str(plain))[1] == ["Two .", "Four ."] and list(read_sts(str(plain))[2]) == [1.0, 4.2]
+    plain.write_text("One .\tTwo .\thigh\n")
+    with pytest.raises(ValueError, match=r"sts12.txt: line 1: score 'high' is not a number"):
+        read_sts(str(plain))
+
+
+def _sts_file(path, rng, n):
+    with open(path, "w") as f:
+        for _ in range(n):
+            a = " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 8)))
+            b = " ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 10)))
+            f.write(f"{a} .\t{b} .\t{rng.uniform(0, 5):.2f}\n")
+
+
+@pytest.fixture(scope="module")
+def pretrained(tmp_path_factory):
+    return pretrained_segabert(tmp_path_factory.mktemp("pretrained"), WORDS, documents=10, updates=3)
+
+
+def test_zero_shot_sts_matches_a_sentence_by_sentence_reference(pretrained, tmp_path):
+    import random
+
+    _sts_file(tmp_path / "sts.txt", random.Random(0), 24)
+    checkpoint = pretrained / "ckpt" / "checkpoint_last.pt"
+    out = run_cli("segatron-sts", "--checkpoint", checkpoint, "--data", pretrained / "bin", "--cpu",
+                  tmp_path / "sts.txt")
+    rho, r = map(float, re.search(r"^sts.txt\s+24\s+([-0-9.]+)\s+([-0-9.]+)$", out, re.M).groups())
+    # reference: one sentence at a time (no padding), mean of every position, cosine, scipy
+    code = f"""
+import torch, json
+from segatron_fairseq.models.segabert import SegaBERTModel
+from segatron_fairseq.cli.sts import read_sts
+hub = SegaBERTModel.from_pretrained({str(checkpoint.parent)!r}, 'checkpoint_last.pt', {str(pretrained / 'bin')!r})
+first, second, gold = read_sts({str(tmp_path / 'sts.txt')!r})
+def embed(text):
+    encoded = hub.encode(text)
+    return hub.extract_features(encoded)[0].mean(dim=0)
+sims = [float(torch.nn.functional.cosine_similarity(embed(a), embed(b), dim=0)) for a, b in zip(first, second)]
+print(json.dumps([sims, gold.tolist()]))
+"""
+    proc = subprocess.run([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    import json
+
+    sims, gold = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert rho == pytest.approx(100 * stats.spearmanr(sims, gold).statistic, abs=0.01)
+    assert r == pytest.approx(100 * stats.pearsonr(sims, gold).statistic, abs=0.01)
+    assert "pooling mean" in out
+
+
+def _nli_files(root, rng):
+    snli, mnli = root / "snli_1.0", root / "MNLI"
+    snli.mkdir()
+    mnli.mkdir()
+    labels = ["contradiction", "entailment", "neutral"]
+    header = "gold_label\tb1\tb2\tp1\tp2\tsentence1\tsentence2\tcaptionID\tpairID\n"
+    mnli_header = "index\tpromptID\tpairID\tgenre\tb1\tb2\tp1\tp2\tsentence1\tsentence2\tlabel1\tgold_label\n"
+    for name, n in (("train", 60), ("dev", 12)):
+        rows = [(" ".join(rng.choice(WORDS) for _ in range(5)), " ".join(rng.choice(WORDS) for _ in range(4)),
+                 rng.choice(labels + ["-"])) for _ in range(n)]
+        (snli / f"snli_1.0_{name}.txt").write_text(header + "".join(f"{l}\t(\t(\t(\t(\t{a}\t{b}\tc\tp\n"
+                                                                    for a, b, l in rows))
+        mnli_name = "train.tsv" if name == "train" else "dev_matched.tsv"
+        (mnli / mnli_name).write_text(mnli_header + "".join(f"{k}\t1\t1e\tgov\t(\t(\t(\t(\t{a}\t{b}\t{l}\t{l}\n"
+                                                            for k, (a, b, l) in enumerate(rows) if l != "-"))
+    return snli, mnli
+
+
+def test_siamese_nli_fine_tuning_then_sts(pretrained, tmp_path):
+    import random
+
+    rng = random.Random(1)
+    snli, mnli = _nli_files(tmp_path, rng)
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "prepare_nli.py"), snli, mnli, tmp_path / "nli"],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert proc.returncode == 0, proc.stdout
+    rows = (tmp_path / "nli" / "train.tsv").read_text().splitlines()
+    kept = [int(n.replace(',', '')) for n in re.findall(r": ([0-9,]+) pairs \(", proc.stdout)]
+    assert len(rows) == kept[0] + kept[1] and len(kept) == 4  # SNLI's labelled pairs + MNLI's, each split
+    assert all(row.split("\t")[2] in ("contradiction", "entailment", "neutral") for row in rows)
+    out = run_cli("fairseq-train", tmp_path / "nli", "--user-dir", PLUGIN_DIR, "--task", "segabert_siamese_nli",
+                  "--pretrain-data", pretrained / "bin", "--criterion", "segabert_siamese", "--arch", "segabert_tiny",
+                  "--pooling", "max", "--restore-file", pretrained / "ckpt" / "checkpoint_last.pt",
+                  "--reset-optimizer", "--reset-dataloader", "--reset-meters", "--reset-lr-scheduler",
+                  "--batch-size", 16, "--optimizer", "adam", "--lr", 1e-3, "--max-update", 4,
+                  "--save-dir", tmp_path / "ft", "--no-epoch-checkpoints", "--log-format", "simple", "--cpu")
+    assert re.search(r"valid on 'valid' subset .*accuracy [0-9.]+", out)
+    state = torch.load(tmp_path / "ft" / "checkpoint_last.pt", map_location="cpu", weights_only=False)
+    head = state["model"]["classification_heads.siamese_nli_head.out_proj.weight"]
+    assert head.shape == (3, 3 * 64)  # (u, v, |u - v|) -> 3 labels
+    _sts_file(tmp_path / "sts.txt", rng, 10)
+    sts = run_cli("segatron-sts", "--checkpoint", tmp_path / "ft" / "checkpoint_last.pt", "--data", pretrained / "bin",
+                  "--cpu", tmp_path / "sts.txt")
+    assert "pooling max" in sts and re.search(r"^average\s+[-0-9.]+\s+[-0-9.]+$", sts, re.M)

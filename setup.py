@@ -37,6 +37,7 @@ setup(
             "segatron-split-wikitext = segatron_preprocess.split_wikitext:cli_main",
             "segatron-components = segatron_fairseq.cli.components:cli_main",
             "segatron-compare-lm = segatron_fairseq.cli.compare_lm:cli_main",
+            "segatron-compare-mlm = segatron_fairseq.cli.compare_mlm:cli_main",
             "segatron-loss-by-boundary = segatron_fairseq.cli.loss_by_boundary:cli_main",
             "segatron-plot = segatron_fairseq.cli.plot:cli_main",
             "cross-thought-rank = segatron_fairseq.cli.cross_thought_rank:cli_main",

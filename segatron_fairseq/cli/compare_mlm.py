@@ -1,0 +1,111 @@
+"""Pre-train SegaBERT and its BERT baseline the same way; print held-out masked-LM perplexity.
+
+    segatron-compare-mlm --data DATA_BIN [--max-update 600] [--eval-every 150]
+
+DATA_BIN is a segatron-preprocess directory with train and valid. Both models
+have the same width, layers, steps, learning-rate schedule, seed and examples
+(``--task segabert_mlm``), and the same number of parameters: SegaBERT's
+index tables have 50 + 100 + 256 = 406 rows, and BERT's learned positions get
+406 rows too (``--max-positions 404``, fairseq adds two). Each is trained with
+``fairseq-train``, keeping a checkpoint every ``--eval-every`` updates, and
+each checkpoint is scored with ``fairseq-validate`` on valid, whose examples
+and masks depend only on the seed (fairseq's ``MaskTokensDataset``), so both
+models are scored on the same masked tokens. This is the small-scale version
+of the paper's pre-training comparison of SegaBERT and BERT.
+"""
+import argparse
+import glob
+import json
+import os
+import re
+import shutil
+import sys
+
+import torch
+
+from segatron_fairseq import PLUGIN_DIR
+from segatron_fairseq.cli.compare_lm import run
+from segatron_fairseq.models.segabert import SEGMENT_TABLE_SIZES
+
+FAIRSEQ_TRAIN = [sys.executable, "-m", "fairseq_cli.train"]
+FAIRSEQ_VALIDATE = [sys.executable, "-m", "fairseq_cli.validate"]
+# BERT's learned positions: max_positions + 2 rows, as many as SegaBERT's three index tables
+BERT_MAX_POSITIONS = sum(SEGMENT_TABLE_SIZES.values()) - 2
+VARIANTS = {"segabert": ["--arch", "segabert_tiny"],
+            "bert": ["--arch", "segabert_bert_tiny", "--max-positions", BERT_MAX_POSITIONS]}
+
+
+def train(args, name, work):
+    device = ["--cpu"] if not torch.cuda.is_available() else []
+    run([*FAIRSEQ_TRAIN, args.data, "--user-dir", PLUGIN_DIR, "--task", "segabert_mlm", "--criterion", "masked_lm",
+         *VARIANTS[name], "--encoder-layers", args.layers, "--encoder-embed-dim", args.dim,
+         "--encoder-attention-heads", args.heads, "--encoder-ffn-embed-dim", args.ffn, "--dropout", args.dropout,
+         "--tokens-per-sample", args.tokens_per_sample, "--batch-size", args.batch_size, "--optimizer", "adam",
+         "--adam-betas", "(0.9,0.999)", "--weight-decay", 0.01, "--lr", args.lr, "--lr-scheduler", "polynomial_decay",
+         "--warmup-updates", args.warmup, "--total-num-update", args.max_update, "--max-update", args.max_update,
+         "--seed", args.seed, "--save-dir", work, "--no-epoch-checkpoints", "--save-interval-updates",
+         args.eval_every, "--keep-interval-updates", -1, "--disable-validation", "--log-format", "simple",
+         "--log-interval", 50, *device], os.path.join(work, "train.log"))
+
+
+def validate(args, checkpoint, log_path):
+    device = ["--cpu"] if not torch.cuda.is_available() else []
+    out = run([*FAIRSEQ_VALIDATE, args.data, "--user-dir", PLUGIN_DIR, "--task", "segabert_mlm", "--path", checkpoint,
+               "--valid-subset", "valid", "--batch-size", args.batch_size, *device], log_path)
+    match = re.search(r"valid on 'valid' subset \| loss ([0-9.]+) \| ppl ([0-9.]+)", out)
+    if match is None:
+        sys.exit(f"no perplexity in {log_path}")
+    return float(match.group(2))
+
+
+def train_and_score(args, name):
+    work = os.path.join(args.workdir, name)
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    train(args, name, work)
+    state = torch.load(os.path.join(work, "checkpoint_last.pt"), map_location="cpu", weights_only=False)
+    result = {"model": name, "params": sum(v.numel() for k, v in state["model"].items()), "ppl": {}}
+    for updates in range(args.eval_every, args.max_update + 1, args.eval_every):
+        (checkpoint,) = glob.glob(os.path.join(work, f"checkpoint_*_{updates}.pt"))
+        result["ppl"][updates] = validate(args, checkpoint, os.path.join(work, f"valid_{updates}.log"))
+    print(f"  {name}: " + ", ".join(f"{u}: {p:.2f}" for u, p in result["ppl"].items()), flush=True)
+    return result
+
+
+def cli_main(argv=None) -> None:
+    p = argparse.ArgumentParser(prog="segatron-compare-mlm", description=__doc__.splitlines()[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--data", required=True, help="segatron-preprocess directory with train and valid")
+    p.add_argument("--workdir", default="compare_mlm_runs", help="one folder per model: checkpoints and logs")
+    p.add_argument("--layers", type=int, default=4)
+    p.add_argument("--dim", type=int, default=128)
+    p.add_argument("--heads", type=int, default=4)
+    p.add_argument("--ffn", type=int, default=512)
+    p.add_argument("--dropout", type=float, default=0.1)
+    p.add_argument("--tokens-per-sample", type=int, default=128, help="document examples of at most this many tokens")
+    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--max-update", type=int, default=600)
+    p.add_argument("--eval-every", type=int, default=150, help="score a checkpoint every this many updates")
+    p.add_argument("--warmup", type=int, default=60)
+    p.add_argument("--lr", type=float, default=5e-4)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--out", help="also write the results as JSON here")
+    args = p.parse_args(argv)
+    if args.tokens_per_sample > BERT_MAX_POSITIONS or args.max_update % args.eval_every:
+        p.error(f"--tokens-per-sample must be <= {BERT_MAX_POSITIONS} and --eval-every divide --max-update")
+    print(f"pre-training segabert and bert on {args.data}: {args.layers} layers, d={args.dim}, {args.max_update} "
+          f"updates of {args.batch_size} x {args.tokens_per_sample} tokens, seed {args.seed}", flush=True)
+    results = [train_and_score(args, name) for name in VARIANTS]
+    print()
+    print(f"{'updates':>8} " + " ".join(f"{r['model'] + ' ppl':>14}" for r in results) + f" {'segabert / bert':>16}")
+    for updates in results[0]["ppl"]:
+        values = [r["ppl"][updates] for r in results]
+        print(f"{updates:>8} " + " ".join(f"{v:>14.2f}" for v in values) + f" {values[0] / values[1]:>16.3f}")
+    print("params: " + ", ".join(f"{r['model']} {r['params']:,}" for r in results))
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(results, f, indent=2)
+
+
+if __name__ == "__main__":
+    cli_main()

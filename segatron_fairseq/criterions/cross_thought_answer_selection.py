@@ -2,12 +2,12 @@
 alpha being the cross-sequence attention of the question (sequence 0) over
 the candidates, averaged over heads and special tokens; reports Recall@1,
 Recall@k (k = the task's ``--recall-k``) and the mean reciprocal rank."""
-import math
-
 import torch
 from fairseq import metrics
 from fairseq.criterions import FairseqCriterion, register_criterion
 from fairseq.dataclass import FairseqDataclass
+
+from segatron_fairseq.criterions.example_metrics import log_loss_per_example, log_percent
 
 
 def answer_ranks(alpha, answers):
@@ -38,14 +38,11 @@ class CrossThoughtAnswerSelectionCriterion(FairseqCriterion):
 
     @staticmethod
     def reduce_metrics(logging_outputs) -> None:
-        total = sum(log.get("nsentences", 0) for log in logging_outputs)
+        total = log_loss_per_example(logging_outputs)
         if not total:
             return
-        loss = sum(float(log.get("loss", 0)) for log in logging_outputs)
-        metrics.log_scalar("loss", loss / total / math.log(2), total, round=3)
         for key, name in (("hits_at_1", "recall_at_1"), ("hits_at_k", "recall_at_k")):
-            value = sum(log.get(key, 0) for log in logging_outputs)
-            metrics.log_scalar(name, 100.0 * value / total, total, round=2)  # percent
+            log_percent(name, logging_outputs, key)
         reciprocal = sum(log.get("reciprocal_rank", 0) for log in logging_outputs)
         metrics.log_scalar("mrr", reciprocal / total, total, round=4)
 

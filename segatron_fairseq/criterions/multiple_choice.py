@@ -1,12 +1,11 @@
 """Criterion ``segabert_multiple_choice``: cross-entropy over the options'
 scores (one classification-head output per option, [CLS]); reports accuracy
 over all examples and over each of the task's groups (RACE: middle, high)."""
-import math
-
 import torch.nn.functional as F
-from fairseq import metrics
 from fairseq.criterions import FairseqCriterion, register_criterion
 from fairseq.dataclass import FairseqDataclass
+
+from segatron_fairseq.criterions.example_metrics import log_loss_per_example, log_percent
 
 
 @register_criterion("segabert_multiple_choice", dataclass=FairseqDataclass)
@@ -33,19 +32,11 @@ class MultipleChoiceCriterion(FairseqCriterion):
 
     @staticmethod
     def reduce_metrics(logging_outputs) -> None:
-        total = sum(log.get("sample_size", 0) for log in logging_outputs)
-        if not total:
+        if not log_loss_per_example(logging_outputs):
             return
-        loss = sum(float(log.get("loss", 0)) for log in logging_outputs)
-        metrics.log_scalar("loss", loss / total / math.log(2), total, round=3)
-        metrics.log_scalar("accuracy", 100.0 * sum(log.get("ncorrect", 0) for log in logging_outputs) / total,
-                           total, round=2)
-        groups = sorted({key[2:] for log in logging_outputs for key in log if key.startswith("n_")})
-        for group in groups:
-            count = sum(log.get(f"n_{group}", 0) for log in logging_outputs)
-            if count:
-                correct = sum(log.get(f"ncorrect_{group}", 0) for log in logging_outputs)
-                metrics.log_scalar(f"accuracy_{group}", 100.0 * correct / count, count, round=2)
+        log_percent("accuracy", logging_outputs, "ncorrect")
+        for group in sorted({key[2:] for log in logging_outputs for key in log if key.startswith("n_")}):
+            log_percent(f"accuracy_{group}", logging_outputs, f"ncorrect_{group}", f"n_{group}")
 
     @staticmethod
     def logging_outputs_can_be_summed() -> bool:

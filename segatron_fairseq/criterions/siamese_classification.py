@@ -1,13 +1,11 @@
 """Criterion ``segabert_siamese``: cross-entropy of the siamese head's labels
 for (u, v), each the pooled last layer of one sentence read alone by the
 shared encoder (Sentence-BERT's classification objective); reports accuracy."""
-import math
-
 import torch.nn.functional as F
-from fairseq import metrics
 from fairseq.criterions import FairseqCriterion, register_criterion
 from fairseq.dataclass import FairseqDataclass
 
+from segatron_fairseq.criterions.example_metrics import log_loss_per_example, log_percent
 from segatron_fairseq.sentence_embeddings import pool
 
 
@@ -35,13 +33,8 @@ class SiameseClassificationCriterion(FairseqCriterion):
 
     @staticmethod
     def reduce_metrics(logging_outputs) -> None:
-        total = sum(log.get("sample_size", 0) for log in logging_outputs)
-        if not total:
-            return
-        loss = sum(float(log.get("loss", 0)) for log in logging_outputs)
-        metrics.log_scalar("loss", loss / total / math.log(2), total, round=3)
-        correct = sum(log.get("ncorrect", 0) for log in logging_outputs)
-        metrics.log_scalar("accuracy", 100.0 * correct / total, total, round=2)
+        if log_loss_per_example(logging_outputs):
+            log_percent("accuracy", logging_outputs, "ncorrect")
 
     @staticmethod
     def logging_outputs_can_be_summed() -> bool:

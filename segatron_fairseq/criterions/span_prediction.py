@@ -5,7 +5,6 @@ at validation the official SQuAD exact match and F1 over the whole dev set
 them). With the task's ``--squad-v2`` it also reports ``best_exact`` /
 ``best_f1`` and the no-answer thresholds that reach them
 (``best_exact_thresh``, ``best_f1_thresh``), chosen on this set."""
-import math
 from dataclasses import dataclass, field
 
 import torch
@@ -16,6 +15,7 @@ from fairseq.dataclass import FairseqDataclass
 from fairseq.logging.meters import Meter
 
 from segatron_fairseq import squad_metrics
+from segatron_fairseq.criterions.example_metrics import log_loss_per_example
 from segatron_fairseq.span_answers import QuestionAnswers, WindowAnswer, best_spans
 
 
@@ -87,11 +87,7 @@ class SpanPredictionCriterion(FairseqCriterion):
 
     @staticmethod
     def reduce_metrics(logging_outputs) -> None:
-        total = sum(log.get("sample_size", 0) for log in logging_outputs)
-        if not total:
-            return
-        loss = sum(float(log.get("loss", 0)) for log in logging_outputs)
-        metrics.log_scalar("loss", loss / total / math.log(2), total, round=3)
+        log_loss_per_example(logging_outputs)
         decoded = [log for log in logging_outputs if "windows" in log]
         if not decoded:
             return

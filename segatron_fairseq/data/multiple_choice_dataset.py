@@ -19,9 +19,8 @@ cut at its end to fit ``max_positions``. Example, question "who ?", option
 from typing import List, Sequence, Tuple
 
 import torch
-from fairseq.data import data_utils
 
-from .example_list_dataset import ExampleListDataset
+from .example_list_dataset import ExampleListDataset, segment_net_input
 from .span_windows import TokenizedText
 
 Layout = Tuple[List[int], List[int], List[int], List[int], List[int]]  # tokens, paragraph, sentence, token, type
@@ -73,23 +72,12 @@ class MultipleChoiceDataset(ExampleListDataset):
         if not indices:
             return {}
         options = [option for i in indices for option in self.examples[i]]
-
-        def pad(field, value):
-            return data_utils.collate_tokens([torch.tensor(o[field]) for o in options], value)
-
-        src_tokens = pad(0, self.pad)
+        net_input = segment_net_input(*zip(*options), self.pad)
         return {
             "id": torch.tensor(indices),
             "nsentences": len(indices),
-            "ntokens": int(src_tokens.ne(self.pad).sum()),
-            "net_input": {
-                "src_tokens": src_tokens,
-                "src_lengths": torch.tensor([len(o[0]) for o in options]),
-                "paragraph_index": pad(1, 0),
-                "sentence_index": pad(2, 0),
-                "token_index": pad(3, 0),
-                "token_type": pad(4, 0),
-            },
+            "ntokens": int(net_input["src_tokens"].ne(self.pad).sum()),
+            "net_input": net_input,
             "target": torch.tensor([self.targets[i] for i in indices]),
             "group": torch.tensor([self.groups[i] for i in indices]),
         }

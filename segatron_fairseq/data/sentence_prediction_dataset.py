@@ -11,9 +11,7 @@ index here and goes to the model as ``token_type``.
 from typing import List, Sequence, Tuple
 
 import torch
-from fairseq.data import data_utils
-
-from .example_list_dataset import ExampleListDataset
+from .example_list_dataset import ExampleListDataset, segment_net_input
 
 
 def segment_layout(texts: Sequence[Sequence[int]], bos: int, eos: int, max_positions: int,
@@ -50,24 +48,13 @@ class SentencePredictionDataset(ExampleListDataset):
     def collater(self, indices):
         if not indices:
             return {}
-        fields = list(zip(*(self.examples[i] for i in indices)))
-
-        def pad(values, pad_idx):
-            return data_utils.collate_tokens([torch.tensor(v) for v in values], pad_idx)
-
-        src_tokens = pad(fields[0], self.pad)
+        tokens, paragraph, sentence, token = zip(*(self.examples[i] for i in indices))
+        net_input = segment_net_input(tokens, paragraph, sentence, token, paragraph, self.pad)
         dtype = torch.float if self.regression else torch.long
         return {
             "id": torch.tensor(indices),
             "nsentences": len(indices),
-            "ntokens": int(src_tokens.ne(self.pad).sum()),
-            "net_input": {
-                "src_tokens": src_tokens,
-                "src_lengths": torch.tensor([len(t) for t in fields[0]]),
-                "paragraph_index": pad(fields[1], 0),
-                "sentence_index": pad(fields[2], 0),
-                "token_index": pad(fields[3], 0),
-                "token_type": pad(fields[1], 0),
-            },
+            "ntokens": int(net_input["src_tokens"].ne(self.pad).sum()),
+            "net_input": net_input,
             "target": torch.tensor([self.targets[i] for i in indices], dtype=dtype),
         }

@@ -35,7 +35,7 @@ import torch
 from fairseq.data import data_utils
 from segatron_preprocess import sentences
 
-from .example_list_dataset import ExampleListDataset
+from .example_list_dataset import ExampleListDataset, segment_net_input
 
 _MARKERS = ("\u2581", "##")  # sentencepiece's word start, WordPiece's continuation
 
@@ -197,20 +197,15 @@ class SpanWindowDataset(ExampleListDataset):
         def pad(name, value):
             return data_utils.collate_tokens([torch.tensor(getattr(w, name)) for w in windows], value)
 
-        src_tokens = pad("tokens", self.pad)
+        net_input = segment_net_input(*([getattr(w, name) for w in windows]
+                                        for name in ("tokens", "paragraph", "sentence", "token", "token_type")),
+                                      self.pad)
         questions = [self.questions[w.question] for w in windows]
         return {
             "id": torch.tensor(indices),
             "nsentences": len(windows),
-            "ntokens": int(src_tokens.ne(self.pad).sum()),
-            "net_input": {
-                "src_tokens": src_tokens,
-                "src_lengths": torch.tensor([len(w.tokens) for w in windows]),
-                "paragraph_index": pad("paragraph", 0),
-                "sentence_index": pad("sentence", 0),
-                "token_index": pad("token", 0),
-                "token_type": pad("token_type", 0),
-            },
+            "ntokens": int(net_input["src_tokens"].ne(self.pad).sum()),
+            "net_input": net_input,
             "target": torch.tensor([[w.start_position, w.end_position] for w in windows]),
             "char_start": pad("char_start", -1),
             "char_end": pad("char_end", -1),

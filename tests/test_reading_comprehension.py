@@ -170,6 +170,12 @@ def test_an_answer_across_a_window_edge_is_found(splitter):
     result = gathered.results()["q"]
     assert result.answer == "w6 w7 w8 w9" and result.no_answer_score == pytest.approx(0.0 - 10.0)
     assert squad_metrics.evaluate({"q": result}) == {"exact": 100.0, "f1": 100.0}
+    # v1.1: no no-answer score, the span is the answer whatever the threshold
+    gathered_v1 = QuestionAnswers(with_no_answer=False)
+    for window, golds in zip(decoded, batch["golds"]):
+        gathered_v1.add(window, golds)
+    v1 = gathered_v1.results()["q"]
+    assert v1.no_answer_score == float("-inf") and v1.prediction(threshold=-1e9) == "w6 w7 w8 w9"
 
 
 def test_fine_tuned_segabert_extracts_answers_far_above_the_baselines(tmp_path):

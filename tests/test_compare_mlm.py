@@ -22,4 +22,4 @@ def test_compare_mlm_scores_both_models_with_equal_parameters(tmp_path):
     assert [r["model"] for r in results] == ["segabert", "bert"]
     assert results[0]["params"] == results[1]["params"]  # 406 index rows against 406 position rows
     state_files = sorted(p.name for p in (tmp_path / "runs" / "bert").glob("checkpoint_*_*.pt"))
-    assert len(state_files) == 2  # one per scored point
+    assert state_files == ["checkpoint_1_2.pt"]  # and checkpoint_last.pt after 4 updates: one epoch of 4 batches

@@ -4,7 +4,7 @@
 
 DATA_BIN is a segatron-preprocess directory with train and valid. Both models
 have the same width, layers, steps, learning-rate schedule, seed and examples
-(``--task segabert_mlm``), and the same number of parameters: SegaBERT's
+(``--task segabert_mlm``, one epoch of fresh document examples), and the same number of parameters: SegaBERT's
 index tables have 50 + 100 + 256 = 406 rows, and BERT's learned positions get
 406 rows too (``--max-positions 404``, fairseq adds two). Each is trained with
 ``fairseq-train``, keeping a checkpoint every ``--eval-every`` updates, and
@@ -14,7 +14,6 @@ models are scored on the same masked tokens. This is the small-scale version
 of the paper's pre-training comparison of SegaBERT and BERT.
 """
 import argparse
-import glob
 import json
 import os
 import re
@@ -40,12 +39,25 @@ def train(args, name, work):
     run([*FAIRSEQ_TRAIN, args.data, "--user-dir", PLUGIN_DIR, "--task", "segabert_mlm", "--criterion", "masked_lm",
          *VARIANTS[name], "--encoder-layers", args.layers, "--encoder-embed-dim", args.dim,
          "--encoder-attention-heads", args.heads, "--encoder-ffn-embed-dim", args.ffn, "--dropout", args.dropout,
-         "--tokens-per-sample", args.tokens_per_sample, "--batch-size", args.batch_size, "--optimizer", "adam",
+         "--tokens-per-sample", args.tokens_per_sample, "--batch-size", args.batch_size,
+         "--examples-per-epoch", args.batch_size * args.max_update, "--optimizer", "adam",
          "--adam-betas", "(0.9,0.999)", "--weight-decay", 0.01, "--lr", args.lr, "--lr-scheduler", "polynomial_decay",
          "--warmup-updates", args.warmup, "--total-num-update", args.max_update, "--max-update", args.max_update,
          "--seed", args.seed, "--save-dir", work, "--no-epoch-checkpoints", "--save-interval-updates",
          args.eval_every, "--keep-interval-updates", -1, "--disable-validation", "--log-format", "simple",
          "--log-interval", 50, *device], os.path.join(work, "train.log"))
+
+
+def checkpoint_at(work, updates, max_update) -> str:
+    """The checkpoint saved after ``updates`` updates. Training is one epoch of
+    ``max_update`` batches (fairseq skips the interval checkpoint that falls on
+    an epoch's end), so the last one is checkpoint_last.pt."""
+    name = "checkpoint_last.pt" if updates == max_update else f"checkpoint_1_{updates}.pt"
+    path = os.path.join(work, name)
+    saved = torch.load(path, map_location="cpu", weights_only=False)["optimizer_history"][-1]["num_updates"]
+    if saved != updates:
+        sys.exit(f"{path} holds the model after {saved} updates, not {updates}")
+    return path
 
 
 def validate(args, checkpoint, log_path):
@@ -66,7 +78,7 @@ def train_and_score(args, name):
     state = torch.load(os.path.join(work, "checkpoint_last.pt"), map_location="cpu", weights_only=False)
     result = {"model": name, "params": sum(v.numel() for k, v in state["model"].items()), "ppl": {}}
     for updates in range(args.eval_every, args.max_update + 1, args.eval_every):
-        (checkpoint,) = glob.glob(os.path.join(work, f"checkpoint_*_{updates}.pt"))
+        checkpoint = checkpoint_at(work, updates, args.max_update)
         result["ppl"][updates] = validate(args, checkpoint, os.path.join(work, f"valid_{updates}.log"))
     print(f"  {name}: " + ", ".join(f"{u}: {p:.2f}" for u, p in result["ppl"].items()), flush=True)
     return result

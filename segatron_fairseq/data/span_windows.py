@@ -95,6 +95,20 @@ def tokenize_context(text: str, encode_word: Callable[[str], List[str]], to_id: 
     return out
 
 
+class ContextTokenizer:
+    """``tokenize_context`` with a pre-training corpus's sub-words and sentence
+    splitter (``segatron_preprocess.text_encoder``) and the model's dictionary."""
+
+    def __init__(self, corpus_dir: str, dictionary):
+        from segatron_preprocess.text_encoder import TextEncoder
+
+        segmenter = TextEncoder(corpus_dir, dictionary).segmenter
+        self.subwords, self.splitter, self.dictionary = segmenter.subwords, segmenter.splitter, dictionary
+
+    def __call__(self, text: str, first_paragraph: int) -> TokenizedText:
+        return tokenize_context(text, self.subwords.encode, self.dictionary.index, self.splitter, first_paragraph)
+
+
 def answer_tokens(context: TokenizedText, start: int, end: int) -> Optional[Tuple[int, int]]:
     """First and last token overlapping characters [start, end) of the context, or None."""
     inside = [k for k, (a, b) in enumerate(zip(context.char_start, context.char_end)) if a < end and b > start]

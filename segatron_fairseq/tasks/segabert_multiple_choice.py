@@ -15,11 +15,10 @@ import os
 from dataclasses import dataclass, field
 
 from fairseq.tasks import register_task
-from segatron_preprocess.text_encoder import TextEncoder
 
 from segatron_fairseq.data.multiple_choice_dataset import MultipleChoiceDataset, option_layout
 from segatron_fairseq.data.race import LEVELS, read_race
-from segatron_fairseq.data.span_windows import tokenize_context
+from segatron_fairseq.data.span_windows import ContextTokenizer
 from segatron_fairseq.models.segabert import SEGMENT_TABLE_SIZES
 from segatron_fairseq.tasks.finetuning_task import FinetuningConfig, FinetuningTask
 
@@ -40,8 +39,7 @@ class SegaBERTMultipleChoiceTask(FinetuningTask):
 
     def __init__(self, cfg: SegaBERTMultipleChoiceConfig, dictionary):
         super().__init__(cfg, dictionary)
-        encoder = TextEncoder(cfg.pretrain_data, dictionary)
-        self.subwords, self.splitter = encoder.segmenter.subwords, encoder.segmenter.splitter
+        self.tokenize_context = ContextTokenizer(cfg.pretrain_data, dictionary)
 
     def load_dataset(self, split: str, epoch: int = 1, combine: bool = False, **kwargs):
         directory = os.path.join(self.cfg.data, {"valid": "dev"}.get(split, split))
@@ -51,8 +49,7 @@ class SegaBERTMultipleChoiceTask(FinetuningTask):
         examples = []
         for question in questions:
             if question.article not in articles:
-                articles[question.article] = tokenize_context(question.article, self.subwords.encode,
-                                                              self.dictionary.index, self.splitter, 1)
+                articles[question.article] = self.tokenize_context(question.article, first_paragraph=1)
             layouts = []
             for option in question.options:
                 if "_" in question.question:

@@ -17,14 +17,8 @@ from dataclasses import dataclass, field
 from typing import List, Optional
 
 from fairseq.tasks import register_task
-from segatron_preprocess.text_encoder import TextEncoder
 
-from segatron_fairseq.data.span_windows import (
-    SpanWindowDataset,
-    answer_tokens,
-    question_windows,
-    tokenize_context,
-)
+from segatron_fairseq.data.span_windows import ContextTokenizer, SpanWindowDataset, answer_tokens, question_windows
 from segatron_fairseq.data.squad_json import SquadQuestion, read_squad
 from segatron_fairseq.models.segabert import SEGMENT_TABLE_SIZES
 from segatron_fairseq.models.task_heads import SpanHead
@@ -49,8 +43,7 @@ class SegaBERTSquadConfig(FinetuningConfig):
 class SegaBERTSquadTask(FinetuningTask):
     def __init__(self, cfg: SegaBERTSquadConfig, dictionary):
         super().__init__(cfg, dictionary)
-        encoder = TextEncoder(cfg.pretrain_data, dictionary)
-        self.subwords, self.splitter = encoder.segmenter.subwords, encoder.segmenter.splitter
+        self.tokenize_context = ContextTokenizer(cfg.pretrain_data, dictionary)
 
     def split_path(self, split: str) -> str:
         version = "2.0" if self.cfg.squad_v2 else "1.1"
@@ -75,8 +68,7 @@ class SegaBERTSquadTask(FinetuningTask):
         windows = []
         for number, question in enumerate(questions):
             if question.context not in contexts:
-                contexts[question.context] = tokenize_context(question.context, self.subwords.encode,
-                                                              self.dictionary.index, self.splitter, first_paragraph=1)
+                contexts[question.context] = self.tokenize_context(question.context, first_paragraph=1)
             context = contexts[question.context]
             answer = None
             if question.answer_start is not None:

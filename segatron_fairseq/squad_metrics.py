@@ -81,30 +81,21 @@ def evaluate(results: Dict[str, QuestionResult], threshold: float = 0.0) -> Dict
 
 def best_threshold(results: Dict[str, QuestionResult], metric: str) -> Tuple[float, float]:
     """(best score x 100, threshold) of ``metric`` ("exact" or "f1") over the
-    no-answer thresholds: every question's no-answer score, and one below all
-    of them (answer everything). Ties keep the highest threshold."""
+    no-answer thresholds, as the official script sweeps them: questions
+    answered in order of rising no-answer score, the threshold being the score
+    of the last one answered (questions with the same score go together); a
+    threshold is kept only when it scores strictly better. Silencing every
+    question is the start (threshold: 1 below the lowest score)."""
     which = {"exact": 0, "f1": 1}[metric]
     if not results:
         return 0.0, 0.0
-    ordered = sorted(results.values(), key=lambda r: r.no_answer_score, reverse=True)
-    answered = [question_scores(r.answer, r.golds)[which] for r in ordered]
-    silent = [question_scores("", r.golds)[which] for r in ordered]
-    # threshold just below ordered[k].no_answer_score: questions 0..k are "", the rest answered
-    total = sum(answered)
-    highest = ordered[0].no_answer_score
-    best, threshold = total, highest if highest > float("-inf") else 0.0
+    ordered = sorted(results.values(), key=lambda r: r.no_answer_score)
+    total = sum(question_scores("", r.golds)[which] for r in ordered)
+    lowest = ordered[0].no_answer_score
+    best, threshold = total, lowest - 1.0 if lowest > float("-inf") else lowest
     for k, result in enumerate(ordered):
-        total += silent[k] - answered[k]
-        last_silenced = k + 1 == len(ordered) or ordered[k + 1].no_answer_score < result.no_answer_score
-        if last_silenced and total > best:
-            best = total
-            below = ordered[k + 1].no_answer_score if k + 1 < len(ordered) else float("-inf")
-            threshold = _between(below, result.no_answer_score)
+        total += question_scores(result.answer, result.golds)[which] - question_scores("", result.golds)[which]
+        group_end = k + 1 == len(ordered) or ordered[k + 1].no_answer_score > result.no_answer_score
+        if group_end and total > best:
+            best, threshold = total, result.no_answer_score
     return 100 * best / len(ordered), threshold
-
-
-def _between(low: float, high: float) -> float:
-    """A threshold t with low <= t < high (questions scored ``high`` silenced, ``low`` answered)."""
-    if low == float("-inf"):
-        return high - 1.0
-    return (low + high) / 2 if high - low > 1e-6 else low

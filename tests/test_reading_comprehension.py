@@ -211,3 +211,31 @@ def test_a_v2_file_without_squad_v2_names_the_question(tmp_path):
                   "--max-positions", 32, "--doc-stride", 8, "--batch-size", 4, "--optimizer", "adam", "--lr", 1e-3,
                   "--max-update", 1, "--save-dir", tmp_path / "ft", "--cpu", expect_ok=False)
     assert "dev-v1.1.json: question q3 (and 0 more) is_impossible: a SQuAD v2.0 file needs --squad-v2" in out
+
+
+@pytest.mark.parametrize("arch", ["segabert_tiny", "segabert_bert_tiny"])
+def test_squad_v2_trains_and_predicts_with_either_model(tmp_path, arch):
+    """The hand-written v2.0 file through fairseq-train (windows of 32 every 8) and segatron-predict."""
+    pretrained = pretrained_segabert(tmp_path, "The crab lives near the reef It hides under a ledge".split(),
+                                     documents=3, updates=1, arch=arch)
+    (tmp_path / "squad").mkdir()
+    for name in ("train-v2.0.json", "dev-v2.0.json"):
+        (tmp_path / "squad" / name).write_text(json.dumps(SQUAD))
+    out = run_cli("fairseq-train", tmp_path / "squad", "--user-dir", PLUGIN_DIR, "--task", "segabert_squad",
+                  "--squad-v2", "--pretrain-data", pretrained / "bin", "--criterion", "segabert_squad", "--arch", arch,
+                  "--restore-file", pretrained / "ckpt" / "checkpoint_last.pt", "--reset-optimizer",
+                  "--reset-dataloader", "--reset-meters", "--reset-lr-scheduler", "--max-positions", 32,
+                  "--doc-stride", 8, "--batch-size", 4, "--optimizer", "adam", "--lr", 1e-3, "--max-update", 2,
+                  "--save-dir", tmp_path / "ft", "--no-epoch-checkpoints", "--log-format", "simple", "--cpu")
+    assert "valid: 3 questions" in out
+    assert re.search(r"valid on 'valid' subset .*\| exact [0-9.]+ \| f1 [0-9.]+ \| best_exact [0-9.]+ \| "
+                     r"best_exact_thresh [-0-9.]+ \| best_f1 [0-9.]+ \| best_f1_thresh [-0-9.]+", out), out[-2000:]
+    predicted = run_cli("segatron-predict", "squad", "--checkpoint", tmp_path / "ft" / "checkpoint_last.pt",
+                        "--pretrain-data", pretrained / "bin", "--input", tmp_path / "squad" / "dev-v2.0.json",
+                        "--out", tmp_path / "predictions.json", "--null-odds", tmp_path / "odds.json", "--cpu")
+    answers = json.loads((tmp_path / "predictions.json").read_text())
+    odds = json.loads((tmp_path / "odds.json").read_text())
+    assert set(answers) == set(odds) == {"q1", "q2", "q3"}
+    context = SQUAD["data"][0]["paragraphs"][0]["context"]
+    assert all(answer == "" or answer in context for answer in answers.values())  # exact context text
+    assert re.search(r"exact [0-9.]+ \| f1 [0-9.]+ \| questions 3 \| best_exact", predicted)

@@ -63,7 +63,9 @@ def checkpoint_at(work, updates, max_update) -> str:
 def validate(args, checkpoint, log_path):
     device = ["--cpu"] if not torch.cuda.is_available() else []
     out = run([*FAIRSEQ_VALIDATE, args.data, "--user-dir", PLUGIN_DIR, "--task", "segabert_mlm", "--path", checkpoint,
-               "--valid-subset", "valid", "--batch-size", args.batch_size, *device], log_path)
+               "--valid-subset", "valid", "--batch-size", args.batch_size, *device,
+               # about one pass over valid's tokens (training's --examples-per-epoch is for train)
+               "--model-overrides", "{'examples_per_epoch': 0}"], log_path)
     match = re.search(r"valid on 'valid' subset \| loss ([0-9.]+) \| ppl ([0-9.]+)", out)
     if match is None:
         sys.exit(f"no perplexity in {log_path}")

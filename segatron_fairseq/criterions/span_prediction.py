@@ -7,7 +7,6 @@ them). With the task's ``--squad-v2`` it also reports ``best_exact`` /
 (``best_exact_thresh``, ``best_f1_thresh``), chosen on this set."""
 from dataclasses import dataclass, field
 
-import torch
 import torch.nn.functional as F
 from fairseq import metrics
 from fairseq.criterions import FairseqCriterion, register_criterion

@@ -37,9 +37,6 @@ from segatron_preprocess import sentences
 
 from .example_list_dataset import ExampleListDataset, segment_net_input
 
-_MARKERS = ("\u2581", "##")  # sentencepiece's word start, WordPiece's continuation
-
-
 @dataclass
 class TokenizedText:
     """Tokens of a text with their indexes and character spans, (N,) each."""
@@ -56,6 +53,7 @@ def piece_spans(pieces: Sequence[str], start: int, end: int) -> List[Tuple[int, 
     """Character spans of the sub-word ``pieces`` of the word at [start, end):
     consecutive when the pieces, markers stripped, add up to the word's length;
     else (a normaliser changed it) each piece spans the whole word."""
+    # markers: WordPiece's "##" continuation, sentencepiece's "\u2581" word start
     lengths = [len(p[2:] if p.startswith("##") else p.lstrip("\u2581")) for p in pieces]
     if sum(lengths) != end - start or not pieces:
         return [(start, end)] * len(pieces)

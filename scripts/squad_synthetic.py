@@ -1,7 +1,7 @@
 """Can a pre-trained SegaBERT learn to extract answer spans? End to end on CPU.
 
     python scripts/squad_synthetic.py [--wikitext ../shared/data/wikitext2/wiki.valid.tokens]
-        [--pretrain-updates 300] [--epochs 12] [--workdir squad_synthetic]
+        [--pretrain-updates 300] [--epochs 40] [--workdir squad_synthetic]
 
 1. splits the WikiText file by article (``segatron-split-wikitext``), binarizes
    it (``segatron-preprocess``) and pre-trains ``segabert_tiny`` on the train
@@ -116,7 +116,7 @@ def main(argv=None) -> None:
     parser.add_argument("--train-contexts", type=int, default=400)
     parser.add_argument("--dev-contexts", type=int, default=60)
     parser.add_argument("--max-words", type=int, default=60, help="paragraphs are cut to about this many words")
-    parser.add_argument("--epochs", type=int, default=12)
+    parser.add_argument("--epochs", type=int, default=40)
     parser.add_argument("--max-positions", type=int, default=64)
     parser.add_argument("--doc-stride", type=int, default=32)
     parser.add_argument("--seed", type=int, default=1)

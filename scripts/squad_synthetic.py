@@ -27,7 +27,7 @@ import subprocess
 import sys
 
 from segatron_fairseq import PLUGIN_DIR
-from segatron_fairseq.squad_metrics import question_scores
+from segatron_fairseq.squad_metrics import normalize_answer, question_scores
 
 BIN = os.path.dirname(sys.executable)
 FACTS = (("code word", "The code word is {} .", "What is the code word ?"),
@@ -60,7 +60,8 @@ def squad_file(path: str, source: str, contexts: int, max_words: int, seed: int)
     for number, words in enumerate(paragraphs(source, max_words)):
         if number == contexts:
             break
-        candidates = [w for w in words if re.fullmatch(r"[A-Za-z]{3,}", w)]
+        # answer words that the official normalisation keeps (not "The")
+        candidates = [w for w in words if re.fullmatch(r"[A-Za-z]{3,}", w) and normalize_answer(w)]
         sentences, current = [], []
         for w in words:
             current.append(w)

@@ -9,7 +9,7 @@ any batch): its answer is the best window's span, and its no-answer score
 (v2.0) is the lowest [CLS] score of its windows minus that span's score.
 """
 from dataclasses import dataclass
-from typing import Dict, List
+from typing import Dict, List, Tuple
 
 import torch
 
@@ -24,6 +24,13 @@ class WindowAnswer:
     null_score: float
 
 
+def span_logits(model, sample: dict, head_name: str, pad: int) -> Tuple[torch.Tensor, torch.Tensor]:
+    """(start, end) logits, (B, T) float each, of a ``SpanWindowDataset`` batch; -inf at padding."""
+    logits, _ = model(**sample["net_input"], features_only=True, classification_head_name=head_name)
+    padding = sample["net_input"]["src_tokens"].eq(pad)
+    return logits.float().masked_fill(padding[..., None], float("-inf")).unbind(dim=-1)
+
+
 def best_spans(start_logits: torch.Tensor, end_logits: torch.Tensor, sample: dict,
                max_answer_tokens: int) -> List[WindowAnswer]:
     """One ``WindowAnswer`` per window of ``sample`` (a ``SpanWindowDataset``
@@ -31,20 +38,18 @@ def best_spans(start_logits: torch.Tensor, end_logits: torch.Tensor, sample: dic
     start_logits, end_logits = start_logits.float().cpu(), end_logits.float().cpu()
     char_start, char_end = sample["char_start"].cpu(), sample["char_end"].cpu()
     length = start_logits.size(1)
-    # (T, T) pairs s <= e < s + max_answer_tokens
+    # (B, T, T): pairs s <= e < s + max_answer_tokens, s a max-context start, e in the context
     offsets = torch.arange(length)[None, :] - torch.arange(length)[:, None]
-    allowed_pairs = (offsets >= 0) & (offsets < max_answer_tokens)
+    ok = ((offsets >= 0) & (offsets < max_answer_tokens))[None] \
+        & sample["may_start"].cpu()[:, :, None] & (char_start >= 0)[:, None, :]
+    scores = (start_logits[:, :, None] + end_logits[:, None, :]).masked_fill(~ok, float("-inf"))
+    best_score, best = scores.flatten(1).max(dim=1)
+    null_scores = start_logits[:, 0] + end_logits[:, 0]
     answers = []
-    for b in range(start_logits.size(0)):
-        may_start = sample["may_start"][b].cpu()
-        may_end = char_start[b] >= 0
-        ok = allowed_pairs & may_start[:, None] & may_end[None, :]
-        scores = (start_logits[b][:, None] + end_logits[b][None, :]).masked_fill(~ok, float("-inf"))
-        best = int(scores.argmax())
-        s, e = divmod(best, length)
-        score = float(scores[s, e])
+    for b, (score, flat) in enumerate(zip(best_score.tolist(), best.tolist())):
+        s, e = divmod(flat, length)
         text = sample["context"][b][int(char_start[b, s]):int(char_end[b, e])] if score > float("-inf") else ""
-        answers.append(WindowAnswer(sample["qid"][b], score, text, float(start_logits[b, 0] + end_logits[b, 0])))
+        answers.append(WindowAnswer(sample["qid"][b], score, text, float(null_scores[b])))
     return answers
 
 

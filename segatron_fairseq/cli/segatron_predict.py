@@ -49,7 +49,7 @@ def _write_json(path: str, value) -> None:
 def _squad(args) -> str:
     from segatron_fairseq import squad_metrics
     from segatron_fairseq.data.squad_json import read_squad
-    from segatron_fairseq.span_answers import QuestionAnswers, best_spans
+    from segatron_fairseq.span_answers import QuestionAnswers, best_spans, span_logits
     from segatron_fairseq.tasks.segabert_squad import SegaBERTSquadTask
 
     args.data = os.path.dirname(os.path.abspath(args.input))
@@ -61,10 +61,9 @@ def _squad(args) -> str:
     gathered = QuestionAnswers(with_no_answer=task.cfg.squad_v2)
     head = task.cfg.classification_head_name
     for batch in _batches(dataset, args.batch_size, device):
-        logits, _ = model(**batch["net_input"], features_only=True, classification_head_name=head)
-        logits = logits.float().masked_fill(batch["net_input"]["src_tokens"].eq(task.dictionary.pad())[..., None],
-                                            float("-inf"))
-        for window, golds in zip(best_spans(*logits.unbind(-1), batch, args.max_answer_tokens), batch["golds"]):
+        start_logits, end_logits = span_logits(model, batch, head, task.dictionary.pad())
+        for window, golds in zip(best_spans(start_logits, end_logits, batch, args.max_answer_tokens),
+                                 batch["golds"]):
             gathered.add(window, golds)
     results = gathered.results()
     _write_json(args.out, {q.qid: results[q.qid].prediction(args.no_answer_threshold) for q in questions})

@@ -15,7 +15,7 @@ from fairseq.logging.meters import Meter
 
 from segatron_fairseq import squad_metrics
 from segatron_fairseq.criterions.example_metrics import log_loss_per_example
-from segatron_fairseq.span_answers import QuestionAnswers, WindowAnswer, best_spans
+from segatron_fairseq.span_answers import QuestionAnswers, WindowAnswer, best_spans, span_logits
 
 
 @dataclass
@@ -34,9 +34,11 @@ class SquadMeter(Meter):
 
     def reset(self):
         self.windows = []
+        self._results = None  # the windows gathered by question, once per set of windows
 
     def update(self, windows):
         self.windows.extend(windows)
+        self._results = None
 
     def state_dict(self):
         return {"figure": self.figure, "with_no_answer": self.with_no_answer, "threshold": self.threshold,
@@ -45,13 +47,19 @@ class SquadMeter(Meter):
     def load_state_dict(self, state_dict):
         self.figure, self.with_no_answer = state_dict["figure"], state_dict["with_no_answer"]
         self.threshold, self.windows = state_dict["threshold"], state_dict["windows"]
+        self._results = None
+
+    def results(self):
+        if self._results is None:
+            answers = QuestionAnswers(self.with_no_answer)
+            for qid, score, text, null_score, golds in self.windows:
+                answers.add(WindowAnswer(qid, score, text, null_score), golds)
+            self._results = answers.results()
+        return self._results
 
     @property
     def smoothed_value(self) -> float:
-        answers = QuestionAnswers(self.with_no_answer)
-        for qid, score, text, null_score, golds in self.windows:
-            answers.add(WindowAnswer(qid, score, text, null_score), golds)
-        results = answers.results()
+        results = self.results()
         if self.figure in ("exact", "f1"):
             return round(squad_metrics.evaluate(results, self.threshold)[self.figure], 2)
         metric = self.figure[len("best_"):].replace("_thresh", "")
@@ -68,10 +76,7 @@ class SpanPredictionCriterion(FairseqCriterion):
         self.with_no_answer = task.cfg.squad_v2
 
     def forward(self, model, sample, reduce=True):
-        logits, _ = model(**sample["net_input"], features_only=True, classification_head_name=self.head_name)
-        padding = sample["net_input"]["src_tokens"].eq(self.padding_idx)
-        logits = logits.float().masked_fill(padding[..., None], float("-inf"))
-        start_logits, end_logits = logits.unbind(dim=-1)  # (B, T) each
+        start_logits, end_logits = span_logits(model, sample, self.head_name, self.padding_idx)  # (B, T) each
         target = sample["target"]
         loss = (F.cross_entropy(start_logits, target[:, 0], reduction="sum")
                 + F.cross_entropy(end_logits, target[:, 1], reduction="sum")) / 2

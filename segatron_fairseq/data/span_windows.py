@@ -24,7 +24,7 @@ words, stride large enough for one window):
 Long contexts are cut into windows of at most ``max_positions`` tokens that
 start ``doc_stride`` context tokens apart (BERT's reading-comprehension
 windows). A token seen by several windows is scored only in the one where it
-has the most context on both sides (``max_context``), so an answer that
+has the most context on both sides (``max_context_windows``), so an answer that
 crosses one window's edge is found in the next.
 """
 import re
@@ -124,15 +124,17 @@ def window_starts(length: int, room: int, stride: int) -> List[Tuple[int, int]]:
         start += min(end - start, stride)
 
 
-def max_context(spans: List[Tuple[int, int]], window: int, position: int) -> bool:
-    """Whether context token ``position`` has the most context (min of left and
-    right, ties to the longer window) in ``spans[window]`` among the windows holding it."""
-    def score(span):
-        start, end = span
-        return min(position - start, end - 1 - position) + 0.01 * (end - start)
-
-    holding = [k for k, (start, end) in enumerate(spans) if start <= position < end]
-    return max(holding, key=lambda k: score(spans[k])) == window
+def max_context_windows(spans: List[Tuple[int, int]], length: int) -> List[int]:
+    """For each of ``length`` context tokens, the window of ``spans`` where it
+    has the most context (min of left and right; ties to the longer window, then the first)."""
+    best = [-1] * length
+    best_score = [float("-inf")] * length
+    for k, (start, end) in enumerate(spans):
+        for position in range(start, end):
+            score = min(position - start, end - 1 - position) + 0.01 * (end - start)
+            if score > best_score[position]:
+                best[position], best_score[position] = k, score
+    return best
 
 
 @dataclass
@@ -166,6 +168,7 @@ def question_windows(number: int, question: List[int], context: TokenizedText, a
         raise ValueError(f"max_positions {max_positions} leaves no room for the context after a "
                          f"{len(question)}-token question")
     spans = window_starts(len(context.ids), room, doc_stride)
+    scored_in = max_context_windows(spans, len(context.ids))
     windows = []
     for k, (start, end) in enumerate(spans):
         head = len(question) + 2
@@ -185,7 +188,7 @@ def question_windows(number: int, question: List[int], context: TokenizedText, a
             number, tokens, _clip(paragraph, table_sizes["paragraph"]), _clip(sentence, table_sizes["sentence"]),
             _clip(token, table_sizes["token"]), token_type, start_position, end_position,
             outside + context.char_start[start:end] + [-1], outside + context.char_end[start:end] + [-1],
-            [False] * head + [max_context(spans, k, p) for p in range(start, end)] + [False]))
+            [False] * head + [scored_in[p] == k for p in range(start, end)] + [False]))
     return windows
 
 

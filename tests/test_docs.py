@@ -1,0 +1,556 @@
+"""The docs work as written. Every command in a fenced bash block of README.md and docs/*.md is parsed by its
+program's own argument parser, in-process (fairseq's commands with the plugin's --user-dir and the command's
+--task, --arch and --criterion, so that their options are known; fairseq-hydra-train's overrides composed as
+the command composes them); every script, repository file, link, anchor and Python name the pages mention
+exists. A failure names the page, the line and the problem.
+
+A command in a page, and what is checked::
+
+    fairseq-eval-lm data-bin --user-dir segatron_fairseq --task segatron_lm --tgt-len 150   # fairseq's parser
+    segatron-import hf-bert --model-dir bert --out ckpt                # the parser segatron-import builds
+    bash scripts/test.sh --quick                                       # the script exists and reads --quick
+    python scripts/prepare_nli.py snli_1.0 glue/MNLI nli               # the parser the script builds
+"""
+import argparse
+import ast
+import contextlib
+import functools
+import importlib
+import io
+import os
+import itertools
+import re
+import runpy
+import shlex
+import sys
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Dict, Iterator, List, Optional, Tuple
+from unittest import mock
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+# a path that starts with one of these is a file of the repository
+REPO_DIRS = ("segatron_fairseq", "preprocess", "scripts", "tests", "docs")
+SHELL_LANGUAGES = ("bash", "sh", "shell", "console")
+SHELL_BUILTINS = ("source", "echo", "printf", "cd", "export", "mkdir")
+SHELL_OPERATORS = ("|", "||", "&&", ";", "&")
+SHELL_REDIRECTIONS = (">", ">>", "<")
+FILE_SUFFIXES = (".json", ".py", ".yaml", ".txt", ".md")
+PLACEHOLDER = "..."  # "fairseq-train data-bin --user-dir segatron_fairseq ...": options left out on purpose
+# fairseq's commands -> the function of fairseq.options that builds their parser
+FAIRSEQ_PARSERS = {
+    "fairseq-train": "get_training_parser",
+    "fairseq-validate": "get_validation_parser",
+    "fairseq-eval-lm": "get_eval_lm_parser",
+    "fairseq-generate": "get_generation_parser",
+    "fairseq-interactive": "get_interactive_generation_parser",
+}
+
+
+@dataclass(frozen=True)
+class Command:
+    """One simple command of a page: ``argv`` as the shell passes it (``$PWD`` left as written)."""
+    page: str
+    line: int
+    argv: Tuple[str, ...]
+
+    def __str__(self) -> str:
+        return f"{self.page}:{self.line}: {shlex.join(self.argv)}"
+
+
+@dataclass(frozen=True)
+class Block:
+    """A fenced code block: its language, the page line of its first text line, its lines."""
+    page: str
+    language: str
+    line: int
+    lines: Tuple[str, ...]
+
+
+def relative(page: Path) -> str:
+    return str(page.relative_to(ROOT))
+
+
+def fenced_blocks(page: Path) -> List[Block]:
+    """The page's fenced code blocks (```lang ... ```, indented or not)."""
+    blocks, open_fence, language, start, lines = [], None, "", 0, []
+    for number, text in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+        fence = re.match(r"\s*(```+)\s*(\S*)", text)
+        if open_fence is None and fence:
+            open_fence, language, start, lines = fence.group(1), fence.group(2).lower(), number + 1, []
+        elif open_fence is not None and fence and fence.group(1) == open_fence and not fence.group(2):
+            blocks.append(Block(relative(page), language, start, tuple(lines)))
+            open_fence = None
+        elif open_fence is not None:
+            lines.append(text)
+    assert open_fence is None, f"{relative(page)}: a code block opened at line {start - 1} is never closed"
+    return blocks
+
+
+def prose(page: Path) -> str:
+    """The page without its fenced code blocks (line numbers kept: block lines become empty)."""
+    inside = set()
+    for block in fenced_blocks(page):
+        inside.update(range(block.line - 1, block.line + len(block.lines) + 1))
+    return "\n".join("" if number in inside else text
+                     for number, text in enumerate(page.read_text(encoding="utf-8").splitlines(), 1))
+
+
+def split_commands(text: str, page: str, line: int) -> List[Command]:
+    """The simple commands of one shell line: split at | && ; and the like, redirections and leading
+    ``NAME=value`` assignments dropped, comments and ``...`` placeholders left out.
+
+        echo "a b" | fairseq-interactive data -> (echo, "a b"), (fairseq-interactive, data)
+    """
+    lexer = shlex.shlex(text, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    commands, argv, tokens = [], [], iter(list(lexer))
+    for token in tokens:
+        if token in SHELL_OPERATORS:
+            commands.append(argv)
+            argv = []
+        elif token in SHELL_REDIRECTIONS:
+            next(tokens, None)
+        elif token != PLACEHOLDER and not (not argv and re.fullmatch(r"[A-Za-z_]\w*=.*", token)):
+            argv.append(token)
+    commands.append(argv)
+    return [Command(page, line, tuple(a)) for a in commands if a]
+
+
+def block_commands(block: Block) -> List[Command]:
+    """The commands of a shell block, with ``\\`` continuations joined."""
+    commands, pending, start = [], "", block.line
+    for offset, text in enumerate(block.lines):
+        if not pending:
+            start = block.line + offset
+        if text.rstrip().endswith("\\"):
+            pending += text.rstrip()[:-1] + " "
+            continue
+        commands += split_commands(pending + text, block.page, start)
+        pending = ""
+    assert not pending, f"{block.page}:{start}: a command ends in a line continuation"
+    return commands
+
+
+def inline_commands(page: Path) -> List[Command]:
+    """Commands written in the text as code (`bash scripts/demo.sh --data DIR`), of the programs this test
+    knows. Their option values may be placeholders, so only their option names are checked."""
+    commands = []
+    for number, text in enumerate(prose(page).splitlines(), 1):
+        for span in re.findall(r"`([^`]+)`", text):
+            for command in split_commands(span.replace("[", " ").replace("]", " "), relative(page), number):
+                if command.argv[0] in ("bash", "python") or command.argv[0] in console_scripts():
+                    commands.append(command)
+    return commands
+
+
+def shell_blocks() -> List[Block]:
+    return [block for page in PAGES for block in fenced_blocks(page) if block.language in SHELL_LANGUAGES]
+
+
+@functools.lru_cache(maxsize=None)
+def all_commands() -> Tuple[Command, ...]:
+    return tuple(command for block in shell_blocks() for command in block_commands(block))
+
+
+@functools.lru_cache(maxsize=None)
+def console_scripts() -> Dict[str, str]:
+    """setup.py's console scripts: name -> ``module:function``."""
+    tree = ast.parse((ROOT / "setup.py").read_text(encoding="utf-8"))
+    call = next(node for node in ast.walk(tree) if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "setup")
+    entry_points = ast.literal_eval(next(k.value for k in call.keywords if k.arg == "entry_points"))
+    return dict(re.fullmatch(r"\s*([\w-]+)\s*=\s*(\S+)\s*", line).groups()
+                for line in entry_points["console_scripts"])
+
+
+def commands_of(*programs: str) -> List[Command]:
+    return [command for command in all_commands() if command.argv[0] in programs]
+
+
+def with_pwd(argument: str) -> str:
+    """``$PWD`` as the shell would expand it when the command runs in the repository."""
+    return argument.replace("${PWD}", str(ROOT)).replace("$PWD", str(ROOT))
+
+
+class _ParserBuilt(Exception):
+    def __init__(self, parser: argparse.ArgumentParser):
+        super().__init__(parser.prog)
+        self.parser = parser
+
+
+def built_parser(main: Callable[[], object]) -> argparse.ArgumentParser:
+    """The parser that ``main`` builds, taken from it when it asks the parser to parse: ``main`` stops there,
+    having done nothing else."""
+    def stop(parser, *args, **kwargs):
+        raise _ParserBuilt(parser)
+
+    with mock.patch.object(argparse.ArgumentParser, "parse_args", stop):
+        try:
+            main()
+        except _ParserBuilt as built:
+            return built.parser
+    raise AssertionError(f"{main} returned without parsing its arguments")
+
+
+def console_script_parser(name: str) -> argparse.ArgumentParser:
+    module, function = console_scripts()[name].split(":")
+    main = getattr(importlib.import_module(module), function)
+    return built_parser(lambda: main([]))
+
+
+def python_script_parser(script: Path) -> argparse.ArgumentParser:
+    """The parser of ``python SCRIPT``, run as ``__main__`` with its own directory on the path."""
+    def main():
+        with mock.patch.object(sys, "argv", [str(script)]), mock.patch.object(sys, "path", [str(script.parent), *sys.path]):
+            runpy.run_path(str(script), run_name="__main__")
+
+    return built_parser(main)
+
+
+def parse(parse_args: Callable[[], object], command: Command) -> None:
+    """Fail with the parser's message (and the page line) when it refuses the command."""
+    stderr = io.StringIO()
+    with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            parse_args()
+        except SystemExit as exit:
+            if exit.code not in (0, None):
+                pytest.fail(f"{command}\n  refused: {stderr.getvalue().strip().splitlines()[-1]}")
+
+
+def option_names(parser: argparse.ArgumentParser, argv: Tuple[str, ...]) -> set:
+    """The option strings ``parser`` accepts for ``argv``: its own and those of the subcommand argv names."""
+    names = set(parser._option_string_actions)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for choice, subparser in action.choices.items():
+                if choice in argv:
+                    names |= option_names(subparser, argv)
+    return names
+
+
+def repo_path(argument: str) -> Optional[str]:
+    """``argument`` as a repository path when it names one (``scripts/x.sh``, ``$PWD/segatron_fairseq``)."""
+    argument = re.sub(r"^\$\{?PWD\}?/", "", argument.split("=", 1)[1] if "=" in argument else argument)
+    if argument in REPO_DIRS or argument.startswith(tuple(d + "/" for d in REPO_DIRS)):
+        return argument
+    return None
+
+
+def brace_expansions(text: str) -> List[str]:
+    """``a/{b,c}_{d,e}.yaml`` -> the four paths, as the shell expands it."""
+    parts = re.split(r"\{([^{}]*,[^{}]*)\}", text)
+    choices = [[part] if i % 2 == 0 else part.split(",") for i, part in enumerate(parts)]
+    return ["".join(combination) for combination in itertools.product(*choices)]
+
+
+def heading_anchors(page: Path) -> set:
+    """The anchors GitHub gives the page's headings (lower case, punctuation dropped, spaces as hyphens;
+    a repeated heading gets -1, -2, ...)."""
+    anchors, seen = set(), {}
+    for text in prose(page).splitlines():
+        heading = re.match(r"#{1,6}\s+(.*?)\s*#*\s*$", text)
+        if heading:
+            anchor = re.sub(r"[^\w\- ]", "", heading.group(1).lower()).replace(" ", "-")
+            anchors.add(anchor if anchor not in seen else f"{anchor}-{seen[anchor]}")
+            seen[anchor] = seen.get(anchor, 0) + 1
+    return anchors
+
+
+def python_names(page: Path) -> Iterator[Tuple[int, str]]:
+    """(line, dotted name) of every name of the two packages a page spells: in its text
+    (`segatron_preprocess.text_encoder.GenerationIndexer`) and in the imports of its Python blocks."""
+    for number, text in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+        for name in re.findall(r"\b(?:segatron_fairseq|segatron_preprocess)(?:\.[A-Za-z_]\w*)+", text):
+            if not name.endswith(FILE_SUFFIXES):  # segatron_preprocess.json is a file
+                yield number, name
+    for block in fenced_blocks(page):
+        if block.language == "python":
+            for node in ast.walk(ast.parse("\n".join(block.lines))):
+                if isinstance(node, ast.ImportFrom):
+                    yield block.line + node.lineno - 1, node.module
+                    for alias in node.names:
+                        yield block.line + node.lineno - 1, f"{node.module}.{alias.name}"
+                elif isinstance(node, ast.Import):
+                    for alias in node.names:
+                        yield block.line + node.lineno - 1, alias.name
+
+
+def resolve(name: str) -> object:
+    """The object a dotted name names: the longest module prefix imported, the rest read as attributes."""
+    parts = name.split(".")
+    for split in range(len(parts), 0, -1):
+        try:
+            value = importlib.import_module(".".join(parts[:split]))
+        except ModuleNotFoundError:
+            continue
+        for attribute in parts[split:]:
+            value = getattr(value, attribute)
+        return value
+    raise ModuleNotFoundError(parts[0])
+
+
+# the extraction itself
+
+
+def test_pages_have_commands_of_every_kind():
+    """The extraction finds the pages' commands: a regression in it would make every check below vacuous."""
+    programs = {command.argv[0] for command in all_commands()}
+    assert {"fairseq-train", "fairseq-eval-lm", "fairseq-hydra-train", "segatron-preprocess", "segatron-import",
+            "bash", "python"} <= programs, programs
+    assert {relative(page) for page in PAGES} >= {"README.md", "docs/segatron-xl.md", "docs/segabert.md",
+                                                  "docs/cross-thought.md", "docs/binarizer.md",
+                                                  "docs/conversion.md", "docs/benchmarks.md", "docs/CHANGELOG.md"}
+
+
+def test_shell_lines_split_into_commands():
+    line = ("echo 'a b' | fairseq-interactive data --user-dir segatron_fairseq ... --seed 1 > out.txt; "
+            "SPEC='torch==2.5.1' bash scripts/install.sh   # a comment")
+    assert [c.argv for c in split_commands(line, "page.md", 3)] == [
+        ("echo", "a b"), ("fairseq-interactive", "data", "--user-dir", "segatron_fairseq", "--seed", "1"),
+        ("bash", "scripts/install.sh")]
+    block = Block("page.md", "bash", 10, ("segatron-plot curves a.log \\", "    --out curves   # per head", "x"))
+    assert [(c.line, c.argv) for c in block_commands(block)] == [
+        (10, ("segatron-plot", "curves", "a.log", "--out", "curves")), (12, ("x",))]
+    assert brace_expansions("c/{a,b}_{x,y}.yaml") == ["c/a_x.yaml", "c/a_y.yaml", "c/b_x.yaml", "c/b_y.yaml"]
+    assert repo_path("common.user_dir=$PWD/segatron_fairseq") == "segatron_fairseq"
+    assert repo_path("data-bin/wikipedia") is None
+
+
+# (a) every option is accepted by its program's parser
+
+
+@contextlib.contextmanager
+def in_repository(program: str):
+    """The working directory and ``sys.argv`` of ``program`` run in the repository (fairseq reads
+    ``--user-dir segatron_fairseq`` relative to it, and peeks at ``sys.argv`` for it)."""
+    cwd = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        with mock.patch.object(sys, "argv", [program]):
+            yield
+    finally:
+        os.chdir(cwd)
+
+
+def check_console_script(command: Command) -> None:
+    parser = console_script_parser(command.argv[0])
+    parse(lambda: parser.parse_args(command.argv[1:]), command)
+
+
+def check_fairseq_command(command: Command) -> None:
+    """As fairseq's command line parses it: the plugin imported from --user-dir, then the options of the
+    command's task, architecture, criterion, optimizer and scheduler added."""
+    from fairseq import options
+
+    with in_repository(command.argv[0]):
+        parser = getattr(options, FAIRSEQ_PARSERS[command.argv[0]])()
+        parse(lambda: options.parse_args_and_arch(parser, input_args=list(command.argv[1:])), command)
+
+
+def check_fairseq_preprocess(command: Command) -> None:
+    from fairseq import options
+
+    parser = options.get_preprocessing_parser()
+    parse(lambda: parser.parse_args(command.argv[1:]), command)
+
+
+def check_hydra_train(command: Command) -> None:
+    """The yaml named by --config-dir / --config-name composed with the command's overrides as
+    fairseq-hydra-train composes it (hydra_init under the config's name, then hydra), and the task's, model's
+    and other components' fields filled from their dataclasses (an unknown field is refused there)."""
+    from fairseq.dataclass.initialize import add_defaults, hydra_init
+    from hydra import compose, initialize_config_dir
+    from hydra.core.config_store import ConfigStore
+    from omegaconf import OmegaConf
+
+    import segatron_fairseq  # noqa: F401  (what common.user_dir imports: the plugin's tasks and models)
+
+    hydra = argparse.ArgumentParser(add_help=False)
+    hydra.add_argument("--config-dir", required=True)
+    hydra.add_argument("--config-name", required=True)
+    known, overrides = hydra.parse_known_args([with_pwd(a) for a in command.argv[1:]])
+    config_dir = Path(known.config_dir) if Path(known.config_dir).is_absolute() else ROOT / known.config_dir
+    if not (config_dir / f"{known.config_name}.yaml").is_file():
+        pytest.fail(f"{command}\n  {config_dir / known.config_name}.yaml: no such config")
+    store = ConfigStore.instance()
+    kept = dict(store.repo)  # hydra_init adds to the process's ConfigStore: taken back below
+    try:
+        hydra_init(known.config_name)
+        with warnings.catch_warnings():  # the command warns the same: fairseq's schema has the config's name
+            warnings.filterwarnings("ignore", message=r"\s*'\w+' is validated against ConfigStore schema")
+            with initialize_config_dir(config_dir=str(config_dir), version_base=None):
+                cfg = compose(config_name=known.config_name, overrides=overrides)
+        add_defaults(cfg)
+        OmegaConf.to_container(cfg, resolve=True)
+    except Exception as error:  # hydra's and omegaconf's errors name the override or the field
+        pytest.fail(f"{command}\n  refused: {type(error).__name__}: {error}")
+    finally:
+        store.repo.clear()
+        store.repo.update(kept)
+
+
+def check_python_script(command: Command) -> None:
+    if command.argv[1:3] == ("-m", "pytest"):
+        return  # .venv/bin/python -m pytest tests/...: the test files are checked as paths
+    script = ROOT / command.argv[1]
+    if not script.is_file():
+        pytest.fail(f"{command}\n  {command.argv[1]}: no such script")
+    parser = python_script_parser(script)
+    parse(lambda: parser.parse_args(command.argv[2:]), command)
+
+
+def reads_option(script: Path, option: str) -> bool:
+    """Whether a shell script handles ``option`` (a case pattern, a test, or passes it on)."""
+    return re.search(rf"(^|[\s|\"'(]){re.escape(option)}([\s|)\"'=]|$)", script.read_text(encoding="utf-8"),
+                     re.M) is not None
+
+
+def check_bash_script(command: Command) -> None:
+    script = ROOT / command.argv[1]
+    if not script.is_file():
+        pytest.fail(f"{command}\n  {command.argv[1]}: no such script")
+    unknown = [a for a in command.argv[2:] if a.startswith("--") and not reads_option(script, a)]
+    if unknown:
+        pytest.fail(f"{command}\n  {command.argv[1]} does not read {unknown}")
+
+
+def check_command(command: Command) -> None:
+    """Fail unless ``command``'s program accepts it as written."""
+    program = command.argv[0]
+    if program in SHELL_BUILTINS:
+        return
+    if program == "bash":
+        check_bash_script(command)
+    elif program == "python" or program.endswith("/python"):
+        check_python_script(command)
+    elif program in FAIRSEQ_PARSERS:
+        check_fairseq_command(command)
+    elif program == "fairseq-preprocess":
+        check_fairseq_preprocess(command)
+    elif program == "fairseq-hydra-train":
+        check_hydra_train(command)
+    elif program in console_scripts():
+        check_console_script(command)
+    else:
+        pytest.fail(f"{command}\n  {program}: no check for this program here (add one)")
+
+
+@pytest.mark.parametrize("command", all_commands(), ids=str)
+def test_commands_parse(command):
+    check_command(command)
+
+
+@pytest.mark.parametrize("line", [
+    "fairseq-eval-lm data --user-dir segatron_fairseq --task segatron_lm --path c.pt --tgt-lenn 150",
+    "fairseq-train data --user-dir segatron_fairseq --task segatron_lm --arch segatron_xl_tiny --no-such-part",
+    "fairseq-hydra-train --config-dir segatron_fairseq/config --config-name segatron_xl_tiny task.no_such_field=1",
+    "fairseq-hydra-train --config-dir segatron_fairseq/config --config-name segatron_xl_tiny model.no_such_field=1",
+    "fairseq-hydra-train --config-dir segatron_fairseq/config --config-name no_such_config task.data=d",
+    "segatron-import hf-bert --modeldir bert --out ckpt",
+    "segatron-preprocess --trainpref t.txt --destdir d --no-such-option",
+    "python scripts/benchmarks/bench_segatron_xl.py --layers 16 --no-such-option",
+    "bash scripts/demo.sh --no-such-option",
+    "no-such-program --data d",
+])
+def test_checks_refuse_what_the_programs_refuse(line):
+    """The checks above are not vacuous: each refuses a command its program would refuse."""
+    (command,) = split_commands(line, "test", 1)
+    with pytest.raises(pytest.fail.Exception):
+        check_command(command)
+
+
+def test_every_console_script_takes_help():
+    """README: "Each takes --help": every console script of setup.py builds a parser with --help."""
+    for name in console_scripts():
+        assert "--help" in console_script_parser(name)._option_string_actions, name
+
+
+def test_short_commands_run_as_written(capsys):
+    """The commands that need no data run, in-process: `segatron-components` lists what the plugin registers."""
+    for command in commands_of("segatron-components"):
+        module, function = console_scripts()["segatron-components"].split(":")
+        getattr(importlib.import_module(module), function)(list(command.argv[1:]))
+        assert "segatron_lm" in capsys.readouterr().out, command
+
+
+@pytest.mark.parametrize("page", PAGES, ids=relative)
+def test_inline_commands_use_known_options(page):
+    """Commands in the text (`bash scripts/demo.sh --data DIR`): their scripts exist and every option name is
+    one their program reads."""
+    for command in inline_commands(page):
+        program, options = command.argv[0], [a for a in command.argv if a.startswith("--")]
+        if program in ("bash", "python"):
+            script = ROOT / command.argv[1]
+            assert script.is_file(), f"{command}\n  {command.argv[1]}: no such script"
+            if program == "bash":
+                unknown = [o for o in options if not reads_option(script, o)]
+            else:
+                known = option_names(python_script_parser(script), command.argv)
+                unknown = [o for o in options if o.split("=")[0] not in known]
+        else:
+            known = option_names(console_script_parser(program), command.argv)
+            unknown = [o for o in options if o.split("=")[0] not in known]
+        assert not unknown, f"{command}\n  {program} {command.argv[1] if program in ('bash', 'python') else ''}" \
+                            f" does not read {unknown}"
+
+
+# (b), (c) scripts, files, links and Python names
+
+
+@pytest.mark.parametrize("page", PAGES, ids=relative)
+def test_repository_paths_exist(page):
+    """Every repository path the page names, as code in its text or as an argument of its commands."""
+    named = [(number, span) for number, text in enumerate(prose(page).splitlines(), 1)
+             for span in re.findall(r"`([^`\s]+)`", text)]
+    named += [(c.line, a) for block in fenced_blocks(page) if block.language in SHELL_LANGUAGES
+              for c in block_commands(block) for a in c.argv]
+    missing = []
+    for number, text in named:
+        path = repo_path(text)
+        if path is not None:
+            for expanded in brace_expansions(path):
+                if not list(ROOT.glob(expanded)):
+                    missing.append(f"{relative(page)}:{number}: {expanded}")
+    assert not missing, "no such file:\n  " + "\n  ".join(missing)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=relative)
+def test_links_and_anchors_resolve(page):
+    broken = []
+    for number, text in enumerate(prose(page).splitlines(), 1):
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"[a-z]+:", target):
+                continue  # https://, mailto:
+            path, _, anchor = target.partition("#")
+            linked = (page.parent / path).resolve() if path else page
+            if not linked.exists():
+                broken.append(f"{relative(page)}:{number}: {target}: no such file")
+            elif anchor and anchor not in heading_anchors(linked):
+                broken.append(f"{relative(page)}:{number}: {target}: no heading #{anchor} in {path or 'the page'}")
+    assert not broken, "\n".join(broken)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=relative)
+def test_python_names_resolve(page):
+    """Every name of segatron_fairseq / segatron_preprocess the page spells imports; every Python block
+    parses."""
+    unresolved = []
+    for number, name in python_names(page):
+        try:
+            resolve(name)
+        except (ImportError, AttributeError) as error:
+            unresolved.append(f"{relative(page)}:{number}: {name}: {type(error).__name__}: {error}")
+    assert not unresolved, "\n".join(unresolved)
+
+
+def test_readme_is_a_front_page():
+    """README.md stays a front page (under 15 KB) that links every page of docs/."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.encode("utf-8")) < 15 * 1024, f"README.md: {len(readme.encode('utf-8'))} bytes"
+    for page in (ROOT / "docs").glob("*.md"):
+        assert f"(docs/{page.name})" in readme, f"README.md: no link to docs/{page.name}"

@@ -20,6 +20,8 @@ from typing import Callable, List, Optional, Sequence, Tuple
 import torch
 from torch import Tensor
 
+from segatron_fairseq.segments import SEGMENT_LEVELS
+
 
 @dataclass
 class GenerationSetup:
@@ -53,8 +55,7 @@ def next_token(lprobs: Tensor, topk: int, topp: float, temperature: float, exclu
 
 def _starts(decoder, sentence: bool, paragraph: bool, device) -> dict:
     flags = {"sentence": sentence, "paragraph": paragraph}
-    return {part: torch.tensor([flags[part]], device=device) for part in ("sentence", "paragraph")
-            if part in decoder.part_dims}
+    return {part: torch.tensor([flags[part]], device=device) for part in SEGMENT_LEVELS if part in decoder.part_dims}
 
 
 @torch.no_grad()

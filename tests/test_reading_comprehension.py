@@ -21,7 +21,7 @@ from segatron_fairseq.data.span_windows import (
     tokenize_context,
 )
 from segatron_fairseq.data.squad_json import read_squad
-from segatron_fairseq.models.segabert import SEGMENT_TABLE_SIZES
+from segatron_fairseq.segments import TABLE_SIZES as SEGMENT_TABLE_SIZES
 from segatron_fairseq.span_answers import QuestionAnswers, best_spans
 from segatron_fairseq.squad_metrics import QuestionResult
 

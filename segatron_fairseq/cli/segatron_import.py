@@ -67,7 +67,7 @@ def _authors_cross_thought(args) -> str:
 
     from segatron_fairseq.importers import authors_cross_thought
     from segatron_fairseq.importers.fairseq_checkpoint import write_checkpoint
-    from segatron_fairseq.tasks.masking import MASK_SYMBOL
+    from segatron_fairseq.segments import MASK_SYMBOL
 
     dictionary = Dictionary.load(args.dict)
     # their checkpoint holds an argparse Namespace and fairseq's own objects: load it only if you trust it

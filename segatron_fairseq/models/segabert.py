@@ -25,11 +25,9 @@ from fairseq.utils import safe_getattr
 from torch import nn
 
 from segatron_fairseq.models.architecture_defaults import TINY_ENCODER, register_architecture, set_defaults
+from segatron_fairseq.segments import TABLE_SIZES
 
 logger = logging.getLogger(__name__)
-
-# rows of the paragraph / sentence / token index tables (the paper's 50 / 100 / 256)
-SEGMENT_TABLE_SIZES = {"paragraph": 50, "sentence": 100, "token": 256}
 
 
 class SegaBERTEncoder(RobertaEncoder):
@@ -39,7 +37,7 @@ class SegaBERTEncoder(RobertaEncoder):
         self.segment_embeddings = nn.ModuleDict()
         if self.segment_positions:
             dim = args.encoder_embed_dim
-            for name in SEGMENT_TABLE_SIZES:
+            for name in TABLE_SIZES:
                 table = nn.Embedding(getattr(args, f"max_{name}_index"), dim)
                 init_bert_params(table)
                 self.segment_embeddings[name] = table
@@ -99,7 +97,7 @@ class SegaBERTModel(RobertaModel):
     @staticmethod
     def add_args(parser):
         RobertaModel.add_args(parser)
-        for name, size in SEGMENT_TABLE_SIZES.items():
+        for name, size in TABLE_SIZES.items():
             parser.add_argument(f"--max-{name}-index", type=int, help=f"{name} index table size ({size})")
         parser.add_argument("--no-segment-positions", action="store_true", default=None,
                             help="BERT: learned absolute positions instead of the index tables")
@@ -174,7 +172,7 @@ class SegaBERTModel(RobertaModel):
 
 def _segment_defaults(args, segment_positions: bool):
     set_defaults(args, no_segment_positions=not segment_positions,
-                 **{f"max_{name}_index": size for name, size in SEGMENT_TABLE_SIZES.items()})
+                 **{f"max_{name}_index": size for name, size in TABLE_SIZES.items()})
     # SegaBERT replaces absolute positions by the token index within the sentence
     args.no_token_positional_embeddings = not args.no_segment_positions
 

@@ -36,6 +36,7 @@ from segatron_fairseq.modules import (
     last_query_distances,
     segment_part_dims,
 )
+from segatron_fairseq.segments import SEGMENT_LEVELS
 
 logger = logging.getLogger(__name__)
 _BASE = MODEL_PRESETS["wt103_base"]
@@ -287,7 +288,9 @@ class SegatronXLDecoder(FairseqIncrementalDecoder):
         batch, seq_len = src_tokens.shape
         mem_len = 0 if memory is None else memory.hidden[0].size(0)
         starts = {}
-        for part, flags in (("sentence", sentence_starts), ("paragraph", paragraph_starts)):
+        given = {"sentence": sentence_starts, "paragraph": paragraph_starts}
+        for part in SEGMENT_LEVELS:
+            flags = given[part]
             if part in self.part_dims:
                 if flags is None:
                     raise ValueError(f"Segatron-XL with a {part} part needs {part}_starts in the input "
@@ -349,7 +352,7 @@ class SegatronXLDecoder(FairseqIncrementalDecoder):
     # ---- incremental decoding ----------------------------------------------------------------------
 
     def _check_causal(self) -> None:
-        segment_parts = [p for p in ("sentence", "paragraph") if p in self.part_dims]
+        segment_parts = [p for p in SEGMENT_LEVELS if p in self.part_dims]
         if segment_parts and self.cfg.segment_distance_origin == "window_end":
             raise ValueError("incremental decoding needs causal distances: with --segment-distance-origin "
                              "window_end the states of earlier positions change with every new token")
@@ -367,7 +370,7 @@ class SegatronXLDecoder(FairseqIncrementalDecoder):
         token, so states cannot be cached."""
         self._check_causal()
         memory = self._memory.get(False) if continue_memory else None
-        parts = [p for p in ("sentence", "paragraph") if p in self.part_dims]
+        parts = [p for p in SEGMENT_LEVELS if p in self.part_dims]
         if memory is None or memory.hidden[0].size(1) != batch:
             empty = torch.zeros(batch, 0, dtype=torch.long, device=device)
             return DecodingCache([None] * len(self.layers), [None] * len(self.layers), {p: empty for p in parts},
@@ -456,7 +459,7 @@ class SegatronXLDecoder(FairseqIncrementalDecoder):
         log-softmax of them, so fairseq's ``--temperature`` (which divides
         this output) is exact, with an adaptive softmax too."""
         setup = self.generation
-        parts = [p for p in ("sentence", "paragraph") if p in self.part_dims]
+        parts = [p for p in SEGMENT_LEVELS if p in self.part_dims]
         if setup is None or (parts and setup.new_indexer is None):
             raise ValueError("Segatron-XL generation needs the training corpus's sentence splitter to flag new "
                              "tokens: build the generator with --task segatron_lm (task.build_generator), or "
@@ -475,7 +478,7 @@ class SegatronXLDecoder(FairseqIncrementalDecoder):
             else:
                 flags = [indexer.push(token) for indexer, token in zip(state["indexers"], tokens.tolist())]
             starts = {part: torch.tensor([f[i] for f in flags], device=tokens.device)
-                      for i, part in enumerate(("sentence", "paragraph")) if part in parts}
+                      for i, part in enumerate(SEGMENT_LEVELS) if part in parts}
             cache.keep_last(setup.max_keys - 1)
             features = self.decode_step(tokens, starts, cache)
         state["read"] = prev_output_tokens.size(1)

@@ -8,7 +8,7 @@ from .corpus_format import DICT_FILE
 
 def format_item(dataset, dictionary, item: int) -> str:
     """Lines ``position  (paragraph, sentence, token)  symbol`` of item ``item``
-    of a ``SegmentIndexedDataset``."""
+    of a ``SplitReader``."""
     tokens, paragraph, sentence, token = dataset[item]
     lines = [f"item {item} of {len(dataset)}: {len(tokens)} tokens", f"{'position':>8}  {'(par, sent, tok)':<18}  token"]
     for position in range(len(tokens)):
@@ -25,12 +25,12 @@ def cli_main(argv=None) -> None:
     args = parser.parse_args(argv)
     from fairseq.data import Dictionary
 
-    from segatron_fairseq.data import SegmentIndexedDataset
+    from .split_reader import SplitReader
 
     prefix = os.path.join(args.destdir, args.split)
     try:
         dictionary = Dictionary.load(os.path.join(args.destdir, DICT_FILE))
-        dataset = SegmentIndexedDataset(prefix)
+        dataset = SplitReader(prefix)
     except (FileNotFoundError, ValueError) as err:
         print(f"segatron-inspect: error: {err}", file=sys.stderr)
         raise SystemExit(1)

@@ -27,7 +27,7 @@ import subprocess
 import sys
 
 from segatron_fairseq import PLUGIN_DIR
-from segatron_fairseq.squad_metrics import normalize_answer, question_scores
+from segatron_fairseq.evaluation.squad_metrics import normalize_answer, question_scores
 
 BIN = os.path.dirname(sys.executable)
 FACTS = (("code word", "The code word is {} .", "What is the code word ?"),

@@ -178,7 +178,7 @@ def test_cross_sequence_layer_recovers_a_word_seen_only_in_other_sequences(tmp_p
 def _saved_activation_bytes(model, tokens, **kwargs):
     """Bytes autograd holds for the backward pass after a forward (what a GPU
     keeps in memory), outside any checkpointed region."""
-    from segatron_fairseq.activation_memory import SavedTensorBytes
+    from segatron_fairseq.evaluation.activation_memory import SavedTensorBytes
 
     with SavedTensorBytes() as saved:
         model(tokens, **kwargs)

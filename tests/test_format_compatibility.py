@@ -62,7 +62,7 @@ def test_old_checkpoint_loads_and_scores_as_before(monkeypatch):
     """A pre-norm Segatron-XL checkpoint of 0.1.0 (its attention LayerNorm was
     ``layers.N.attention.layer_norm``, now ``layers.N.attention_norm``, renamed by
     ``upgrade_state_dict_named``) gives the per-token losses 0.1.0 computed."""
-    from segatron_fairseq.token_losses import read_stream, token_losses
+    from segatron_fairseq.evaluation.token_losses import read_stream, token_losses
 
     monkeypatch.chdir(DATA.parent.parent)  # the checkpoint names its data relative to the repository
     tokens, sentence_start, paragraph_start = read_stream(str(OLD / "valid"))

@@ -43,7 +43,7 @@ def _assert_same_log_probs(hf_model, checkpoint, vocab_size, cutoffs):
     attend to, which the original code (and ours) does not have."""
     from fairseq import checkpoint_utils
 
-    from segatron_fairseq.importers.vocabulary import map_vocabulary
+    from segatron_fairseq.conversion.importers.vocabulary import map_vocabulary
 
     models, _, _ = checkpoint_utils.load_model_ensemble_and_task([str(checkpoint)])
     model = models[0].eval()
@@ -125,7 +125,7 @@ def _hf_bert(directory, tied=True):
 def test_hf_bert_reproduces_bert_for_masked_lm_logits(tmp_path, tied):
     """BertForMaskedLM (token types, learned absolute positions, eps 1e-12), tied or untied output layer: every MLM
     logit of the real positions to 1e-5, with padding and both token types."""
-    from segatron_fairseq.importers.wordpiece_vocabulary import map_wordpiece
+    from segatron_fairseq.conversion.importers.wordpiece_vocabulary import map_wordpiece
 
     hf_model = _hf_bert(tmp_path / "hf", tied)
     run_cli("segatron-import", "hf-bert", "--model-dir", tmp_path / "hf", "--out", tmp_path / "imported")

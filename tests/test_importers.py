@@ -24,7 +24,7 @@ def in_their_output_order(nll, their_target, cutoffs):
 def test_authors_segatron_xl_reproduces_their_nll_segment_by_segment(tmp_path):
     from fairseq import checkpoint_utils
 
-    from segatron_fairseq.importers.vocabulary import map_vocabulary, read_words
+    from segatron_fairseq.conversion.importers.vocabulary import map_vocabulary, read_words
 
     out = run_cli("segatron-import", "authors-segatron-xl", "--state", SEGATRON_XL / "model_state.pt", "--config",
                   SEGATRON_XL / "config.json", "--vocab", SEGATRON_XL / "vocab.txt", "--out", tmp_path / "imported")
@@ -112,7 +112,7 @@ def test_authors_adaptive_input_and_softmax_with_div_val_2(tmp_path):
     here: the imported embedding and log-probabilities equal their formulas, word by word, to 1e-5."""
     from fairseq import checkpoint_utils
 
-    from segatron_fairseq.importers.vocabulary import map_vocabulary, read_words
+    from segatron_fairseq.conversion.importers.vocabulary import map_vocabulary, read_words
 
     config = {**json.loads((SEGATRON_XL / "config.json").read_text()), "div_val": 2}
     state = {k: v for k, v in torch.load(SEGATRON_XL / "model_state.pt", weights_only=False).items()
@@ -153,7 +153,7 @@ def _segabert_logits(checkpoint, inputs, vocab):
     """Our MLM logits (B, T, V) in their vocabulary's order, for their inputs; their padded positions get <pad>."""
     from fairseq import checkpoint_utils
 
-    from segatron_fairseq.importers.wordpiece_vocabulary import map_wordpiece, read_wordpiece_vocab
+    from segatron_fairseq.conversion.importers.wordpiece_vocabulary import map_wordpiece, read_wordpiece_vocab
 
     models, _, task = checkpoint_utils.load_model_ensemble_and_task([str(checkpoint)])
     index = map_wordpiece(read_wordpiece_vocab(str(vocab)), "vocab").index

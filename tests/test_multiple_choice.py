@@ -10,7 +10,7 @@ from conftest import PLUGIN_DIR, pretrained_segabert, run_cli
 from segatron_fairseq.data.multiple_choice_dataset import option_layout
 from segatron_fairseq.data.race import read_race
 from segatron_fairseq.data.span_windows import tokenize_context
-from segatron_fairseq.models.segabert import SEGMENT_TABLE_SIZES
+from segatron_fairseq.segments import TABLE_SIZES as SEGMENT_TABLE_SIZES
 
 TRAIN_TEXT = "The crab lives near the reef . It hides under a ledge . Dr. Jones counted the crabs . " * 40
 

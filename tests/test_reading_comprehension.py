@@ -12,7 +12,7 @@ from segatron_preprocess import sentences, subwords
 
 from conftest import PLUGIN_DIR, ROOT, pretrained_segabert, run_cli
 
-from segatron_fairseq import squad_metrics
+from segatron_fairseq.evaluation import squad_metrics
 from segatron_fairseq.data.span_windows import (
     SpanWindowDataset,
     answer_tokens,
@@ -21,9 +21,9 @@ from segatron_fairseq.data.span_windows import (
     tokenize_context,
 )
 from segatron_fairseq.data.squad_json import read_squad
-from segatron_fairseq.models.segabert import SEGMENT_TABLE_SIZES
-from segatron_fairseq.span_answers import QuestionAnswers, best_spans
-from segatron_fairseq.squad_metrics import QuestionResult
+from segatron_fairseq.segments import TABLE_SIZES as SEGMENT_TABLE_SIZES
+from segatron_fairseq.evaluation.span_answers import QuestionAnswers, best_spans
+from segatron_fairseq.evaluation.squad_metrics import QuestionResult
 
 TRAIN_TEXT = "The crab lives near the reef . It hides under a ledge . Dr. Jones counted the crabs . " * 40
 

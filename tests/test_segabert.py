@@ -64,7 +64,7 @@ def test_cls_and_sep_take_the_indexes_of_their_neighbours(data):
 
 
 def test_index_rule_shifts_then_clips():
-    from segatron_fairseq.data.document_examples import fit_to_table as fit
+    from segatron_fairseq.segments import fit_to_table as fit
 
     values, shifted, clipped = fit(np.array([48, 49, 50, 51]), 50)
     assert values.tolist() == [46, 47, 48, 49] and shifted and not clipped

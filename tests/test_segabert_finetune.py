@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from conftest import PLUGIN_DIR, run_cli
-from segatron_fairseq.glue_metrics import f1, matthews, pearson, spearman
+from segatron_fairseq.evaluation.glue_metrics import f1, matthews, pearson, spearman
 from segatron_fairseq.data.glue_tsv import GLUE_TASKS, read_tsv
 from segatron_fairseq.data.sentence_prediction_dataset import segment_layout
 

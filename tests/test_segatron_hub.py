@@ -29,7 +29,7 @@ def trained(tmp_path_factory):
 
 def test_score_equals_fairseq_eval_lm_on_the_binarized_text(trained, tmp_path):
     from segatron_fairseq.models.segatron_xl import SegatronXLModel
-    from segatron_fairseq.token_losses import read_stream, token_losses
+    from segatron_fairseq.evaluation.token_losses import read_stream, token_losses
 
     reference = tmp_path / "bin"
     shutil.copytree(trained / "bin", reference)  # its dictionary and Punkt model, for the new split
@@ -107,7 +107,7 @@ def test_generation_flags_follow_the_binarizer(trained):
     """Tokens pushed one at a time get the sentence / paragraph starts the binarizer gave them in whole
     paragraphs (the generated text's flags follow the training data's rules)."""
     from segatron_preprocess.text_encoder import GenerationIndexer, TextEncoder
-    from segatron_fairseq.token_losses import read_stream
+    from segatron_fairseq.evaluation.token_losses import read_stream
 
     tokens, sentence_starts, paragraph_starts = read_stream(str(trained / "bin" / "valid"))
     encoder = TextEncoder(str(trained / "bin"))
@@ -194,7 +194,7 @@ def test_generator_temperature_is_exact_with_an_adaptive_softmax(trained):
     from omegaconf import open_dict
 
     from segatron_fairseq.models.segatron_xl import SegatronXLModel
-    from segatron_fairseq.models.segatron_xl_hub_interface import SegatronXLHubInterface
+    from segatron_fairseq.hub.segatron_xl import SegatronXLHubInterface
 
     lm = SegatronXLModel.from_pretrained(str(trained / "ckpt"), "checkpoint_last.pt", str(trained / "bin"))
     cfg = copy.deepcopy(lm.model.decoder.cfg)

@@ -94,9 +94,9 @@ def _eval_lm_loss(out):
 
 
 def sequential_loss(checkpoint, corpus_prefix, tgt_len):
-    """Independent evaluation (segatron_fairseq.token_losses): one row, the split read item by item,
+    """Independent evaluation (segatron_fairseq.evaluation.token_losses): one row, the split read item by item,
     fed in order -> (tokens, mean loss in bits)."""
-    from segatron_fairseq.token_losses import read_stream, token_losses
+    from segatron_fairseq.evaluation.token_losses import read_stream, token_losses
 
     losses = token_losses(str(checkpoint), *read_stream(str(corpus_prefix)), tgt_len)
     return len(losses), losses.mean() / np.log(2)

@@ -11,7 +11,7 @@ from scipy import stats
 
 from conftest import PLUGIN_DIR, ROOT, pretrained_segabert, run_cli
 from segatron_fairseq.cli.sts import read_sts
-from segatron_fairseq.sentence_embeddings import pool
+from segatron_fairseq.evaluation.sentence_embeddings import pool
 
 WORDS = "the crab lives near a reef it hides under ledge fish swim far away".split()
 

@@ -29,7 +29,7 @@ def _bert_ids(text):
     """BertTokenizerFast (uncased), mapped onto fairseq's ids."""
     from transformers import BertTokenizerFast
 
-    from segatron_fairseq.importers.wordpiece_vocabulary import map_wordpiece, read_wordpiece_vocab
+    from segatron_fairseq.conversion.importers.wordpiece_vocabulary import map_wordpiece, read_wordpiece_vocab
 
     tokenizer = BertTokenizerFast(vocab_file=str(SEGABERT / "vocab.txt"), do_lower_case=True)
     index = map_wordpiece(read_wordpiece_vocab(str(SEGABERT / "vocab.txt")), "vocab").index

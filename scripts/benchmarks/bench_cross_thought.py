@@ -76,7 +76,7 @@ def saved_bytes(args, layers: int) -> int:
     """Bytes held for the backward pass after the forward and loss of one sample."""
     import torch
 
-    from segatron_fairseq.activation_memory import SavedTensorBytes
+    from segatron_fairseq.evaluation.activation_memory import SavedTensorBytes
 
     torch.manual_seed(0)
     dictionary = synthetic_dictionary(args.vocab)

@@ -5,7 +5,7 @@
 
 Models of the given size (randomly initialised: speed does not depend on the
 weights) sample ``--new-tokens`` tokens after a ``--prompt``-token prompt,
-one row, with ``segatron_fairseq.generation.sample_tokens``: once with the
+one row, with ``segatron_fairseq.generation.sampling.sample_tokens``: once with the
 key/value cache (``incremental``) and once recomputing a full forward over the
 window for every token (``naive``). The window is capped at mem_len + tgt_len
 positions, as in the hub. New tokens get sentence / paragraph starts from a
@@ -41,7 +41,7 @@ def measure(model, prompt, args, incremental: bool) -> float:
     """Tokens/s of one sampling run."""
     import torch
 
-    from segatron_fairseq.generation import sample_tokens
+    from segatron_fairseq.generation.sampling import sample_tokens
 
     starts = [synthetic_flags(t) for t in prompt]
     generator = torch.Generator().manual_seed(0)

@@ -24,12 +24,12 @@ import torch
 
 from segatron_fairseq import PLUGIN_DIR
 from segatron_fairseq.cli.compare_lm import run
-from segatron_fairseq.models.segabert import SEGMENT_TABLE_SIZES
+from segatron_fairseq.segments import TABLE_SIZES
 
 FAIRSEQ_TRAIN = [sys.executable, "-m", "fairseq_cli.train"]
 FAIRSEQ_VALIDATE = [sys.executable, "-m", "fairseq_cli.validate"]
 # BERT's learned positions: max_positions + 2 rows, as many as SegaBERT's three index tables
-BERT_MAX_POSITIONS = sum(SEGMENT_TABLE_SIZES.values()) - 2
+BERT_MAX_POSITIONS = sum(TABLE_SIZES.values()) - 2
 VARIANTS = {"segabert": ["--arch", "segabert_tiny"],
             "bert": ["--arch", "segabert_bert_tiny", "--max-positions", BERT_MAX_POSITIONS]}
 

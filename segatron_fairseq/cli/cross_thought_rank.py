@@ -219,12 +219,14 @@ def recall_and_mrr(ranked: List[list], gold: List[list], ks: List[int]) -> Dict[
 
 
 def main(args) -> None:
-    from segatron_fairseq.models.cross_thought_hub_interface import load_cross_thought
+    from segatron_fairseq.hub.checkpoints import load_checkpoint
+    from segatron_fairseq.hub.cross_thought import CrossThoughtHubInterface
 
     overrides = ast.literal_eval(args.model_overrides) if args.model_overrides else {}
     if not isinstance(overrides, dict):
         raise ValueError(f"--model-overrides {args.model_overrides!r} is not a dict")
-    hub = load_cross_thought(args.path, args.data, overrides)
+    loaded = load_checkpoint(args.path, "cross_thought", args.data, overrides, corpus_option="--data")
+    hub = CrossThoughtHubInterface(loaded.cfg, loaded.task, loaded.model, loaded.corpus)
     if torch.cuda.is_available() and not args.cpu:
         hub.cuda()
     passages, passage_ids = read_passages(args.passages) if args.passages else ([], [])

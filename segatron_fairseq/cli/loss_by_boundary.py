@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from segatron_fairseq.token_losses import read_stream, token_losses
+from segatron_fairseq.evaluation.token_losses import read_stream, token_losses
 
 
 def cli_main(argv=None) -> None:

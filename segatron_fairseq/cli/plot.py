@@ -111,7 +111,7 @@ def losses_by_sentence_position(losses: np.ndarray, token_index: np.ndarray, lon
 
 def plot_boundary(data: str, split: str, checkpoints: List[str], tgt_len: int, longest: int, out: str) -> List[str]:
     from segatron_fairseq.data.segment_indexed_dataset import SegmentIndexedDataset
-    from segatron_fairseq.token_losses import read_stream, token_losses
+    from segatron_fairseq.evaluation.token_losses import read_stream, token_losses
 
     prefix = os.path.join(data, split)
     tokens, sentence_start, paragraph_start = read_stream(prefix)

@@ -16,7 +16,7 @@ def _hf(args) -> str:
     from segatron_preprocess import subwords
     from segatron_preprocess.corpus_format import read_metadata
 
-    from segatron_fairseq.exporters import huggingface_bert, huggingface_cross_thought
+    from segatron_fairseq.conversion.exporters import huggingface_bert, huggingface_cross_thought
     from segatron_fairseq.models.cross_thought import CrossThoughtModel
     from segatron_fairseq.models.segabert import SegaBERTModel
 

@@ -18,9 +18,9 @@ from segatron_fairseq.cli.conversion_commands import new_parser, run
 def _authors_segatron_xl(args) -> str:
     import torch
 
-    from segatron_fairseq.importers import transformer_xl_state
-    from segatron_fairseq.importers.fairseq_checkpoint import write_checkpoint
-    from segatron_fairseq.importers.vocabulary import map_vocabulary, read_words
+    from segatron_fairseq.conversion.importers import transformer_xl_state
+    from segatron_fairseq.conversion.importers.fairseq_checkpoint import write_checkpoint
+    from segatron_fairseq.conversion.importers.vocabulary import map_vocabulary, read_words
 
     with open(args.config) as f:
         config = json.load(f)
@@ -37,18 +37,18 @@ def _authors_segatron_xl(args) -> str:
 
 
 def _hf_transformer_xl(args) -> str:
-    from segatron_fairseq.importers.fairseq_checkpoint import write_checkpoint
-    from segatron_fairseq.importers.huggingface_transformer_xl import convert_directory
+    from segatron_fairseq.conversion.importers.fairseq_checkpoint import write_checkpoint
+    from segatron_fairseq.conversion.importers.huggingface_transformer_xl import convert_directory
 
     vocabulary, arguments, converted = convert_directory(args.model_dir, args.tgt_len)
     return write_checkpoint(args.out, vocabulary.dictionary, "segatron_lm", arguments, converted)
 
 
 def _bert(args, segabert: bool) -> str:
-    from segatron_fairseq.importers import bert
-    from segatron_fairseq.importers.fairseq_checkpoint import write_checkpoint
-    from segatron_fairseq.importers.huggingface_files import find_file, read_config, read_weights
-    from segatron_fairseq.importers.wordpiece_vocabulary import map_wordpiece, read_wordpiece_vocab
+    from segatron_fairseq.conversion.importers import bert
+    from segatron_fairseq.conversion.importers.fairseq_checkpoint import write_checkpoint
+    from segatron_fairseq.conversion.importers.huggingface_files import find_file, read_config, read_weights
+    from segatron_fairseq.conversion.importers.wordpiece_vocabulary import map_wordpiece, read_wordpiece_vocab
 
     config_path, config = read_config(args.model_dir, "bert")
     state_path, state = read_weights(args.model_dir)
@@ -65,9 +65,9 @@ def _authors_cross_thought(args) -> str:
     import torch
     from fairseq.data import Dictionary
 
-    from segatron_fairseq.importers import authors_cross_thought
-    from segatron_fairseq.importers.fairseq_checkpoint import write_checkpoint
-    from segatron_fairseq.tasks.masking import MASK_SYMBOL
+    from segatron_fairseq.conversion.importers import authors_cross_thought
+    from segatron_fairseq.conversion.importers.fairseq_checkpoint import write_checkpoint
+    from segatron_fairseq.segments import MASK_SYMBOL
 
     dictionary = Dictionary.load(args.dict)
     # their checkpoint holds an argparse Namespace and fairseq's own objects: load it only if you trust it

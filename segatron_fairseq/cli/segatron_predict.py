@@ -47,9 +47,9 @@ def _write_json(path: str, value) -> None:
 
 @torch.no_grad()
 def _squad(args) -> str:
-    from segatron_fairseq import squad_metrics
+    from segatron_fairseq.evaluation import squad_metrics
     from segatron_fairseq.data.squad_json import read_squad
-    from segatron_fairseq.span_answers import QuestionAnswers, best_spans, span_logits
+    from segatron_fairseq.evaluation.span_answers import QuestionAnswers, best_spans, span_logits
     from segatron_fairseq.tasks.segabert_squad import SegaBERTSquadTask
 
     args.data = os.path.dirname(os.path.abspath(args.input))

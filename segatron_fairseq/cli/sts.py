@@ -23,7 +23,7 @@ from typing import List, Tuple
 import numpy as np
 import torch
 
-from segatron_fairseq.sentence_embeddings import POOLINGS
+from segatron_fairseq.evaluation.sentence_embeddings import POOLINGS
 
 
 def read_sts(path: str) -> Tuple[List[str], List[str], np.ndarray]:
@@ -93,7 +93,7 @@ class SentenceEncoder:
 
 def correlations(encoder: SentenceEncoder, path: str) -> Tuple[int, float, float]:
     """(pairs, Spearman x 100, Pearson x 100) of one file."""
-    from segatron_fairseq.glue_metrics import pearson, spearman
+    from segatron_fairseq.evaluation.glue_metrics import pearson, spearman
 
     first, second, gold = read_sts(path)
     similarity = torch.nn.functional.cosine_similarity(encoder.embed(first), encoder.embed(second)).numpy()

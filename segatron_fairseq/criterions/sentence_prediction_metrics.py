@@ -9,7 +9,7 @@ from fairseq.criterions import register_criterion
 from fairseq.criterions.sentence_prediction import SentencePredictionConfig, SentencePredictionCriterion
 from fairseq.logging.meters import Meter
 
-from segatron_fairseq.glue_metrics import METRICS
+from segatron_fairseq.evaluation.glue_metrics import METRICS
 
 
 class PredictionMeter(Meter):

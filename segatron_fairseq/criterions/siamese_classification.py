@@ -6,7 +6,7 @@ from fairseq.criterions import FairseqCriterion, register_criterion
 from fairseq.dataclass import FairseqDataclass
 
 from segatron_fairseq.criterions.example_metrics import log_loss_per_example, log_percent
-from segatron_fairseq.sentence_embeddings import pool
+from segatron_fairseq.evaluation.sentence_embeddings import pool
 
 
 def sentence_embedding(model, net_input, mode: str, padding_idx: int):

@@ -10,16 +10,16 @@ binarized corpus (ends of items, blank lines) are left out.
 Each example holds token ids with [CLS] (dictionary.bos) first and [SEP]
 (dictionary.eos) last, and its paragraph / sentence / token indexes; [CLS] and
 [SEP] take the indexes of their neighbouring token. Indexes above a table's
-last row follow the paper: the example's indexes of that kind are shifted down
-as far as needed, never below 0, then clipped (``shifted``/``clipped`` say
-whether that happened).
+last row follow the paper (``segments.fit_to_table``): the example's indexes
+of that kind are shifted down as far as needed, never below 0, then clipped
+(``shifted``/``clipped`` say whether that happened).
 
 The layout of all examples of an epoch is drawn at ``set_epoch`` from a
 generator seeded with (seed, epoch), so an example depends only on (seed,
 epoch, index).
 """
 import math
-from typing import Dict, Tuple
+from typing import Dict
 
 import numpy as np
 import torch
@@ -27,40 +27,21 @@ from fairseq.data import FairseqDataset
 
 from segatron_preprocess.corpus_format import INDEX_NAMES, document_starts, sentence_starts
 
+from segatron_fairseq.segments import Layout, Text, build_layout
+
 from .segment_indexed_dataset import SegmentIndexedDataset
 
 
-def fit_to_table(values: np.ndarray, limit: int) -> Tuple[np.ndarray, bool, bool]:
-    """The paper's rule for indexes >= ``limit`` (a table of ``limit`` rows):
-    shift all of them down as far as needed, not below 0, then clip. Returns
-    the values and whether they were shifted / clipped."""
-    shifted = clipped = False
-    if values.size and values.max() >= limit:
-        shift = min(int(values.max()) - (limit - 1), int(values.min()))
-        if shift > 0:
-            values, shifted = values - shift, True
-        if values.max() >= limit:
-            values, clipped = np.minimum(values, limit - 1), True
-    return values, shifted, clipped
-
-
 def example_layout(tokens: np.ndarray, indexes: Dict[str, np.ndarray], bos: int, eos: int, max_tokens: int,
-                   index_limits: Dict[str, int]) -> Tuple[Dict[str, np.ndarray], bool, bool]:
+                   index_limits: Dict[str, int]) -> Layout:
     """A pre-training example from a run of a split (tokens and their
     indexes, (N,) each): ``</s>`` left out, cut to ``max_tokens`` with [CLS]
-    (``bos``) first and [SEP] (``eos``) last, which take their neighbours'
-    indexes; indexes fitted to their tables (``fit_to_table``). Returns
-    {"tokens", *index names} as int64 arrays and whether any index was
-    shifted / clipped."""
+    (``bos``) first and [SEP] (``eos``) last, as one text of
+    ``segments.build_layout`` (indexes fitted to tables of ``index_limits`` rows)."""
     keep = tokens != eos
     budget = max_tokens - 2
-    example = {"tokens": np.concatenate([[bos], tokens[keep][:budget].astype(np.int64), [eos]])}
-    shifted = clipped = False
-    for name, values in indexes.items():
-        values, was_shifted, was_clipped = fit_to_table(values[keep][:budget].astype(np.int64), index_limits[name])
-        shifted, clipped = shifted or was_shifted, clipped or was_clipped
-        example[name] = np.concatenate([values[:1], values, values[-1:]])
-    return example, shifted, clipped
+    text = Text(tokens[keep][:budget], {name: values[keep][:budget] for name, values in indexes.items()})
+    return build_layout([text], bos, eos, index_limits)
 
 
 class SentenceTable:
@@ -149,11 +130,12 @@ class DocumentExampleDataset(FairseqDataset):
         table = self.table
         lo = table.starts[self.first_sentence[index]]
         hi = table.stops[self.end_sentence[index] - 1]
-        example, shifted, clipped = example_layout(
+        layout = example_layout(
             self.tokens[lo:hi], {name: values[lo:hi] for name, values in self.indexes.items()}, self.bos, self.eos,
             self.max_tokens, self.index_limits)
-        item = {key: torch.from_numpy(values) for key, values in example.items()}
-        item["shifted"], item["clipped"] = int(shifted), int(clipped)
+        item = {"tokens": torch.from_numpy(layout.tokens),
+                **{name: torch.from_numpy(values) for name, values in layout.indexes.items()}}
+        item["shifted"], item["clipped"] = int(layout.shifted), int(layout.clipped)
         return item
 
     def ordered_indices(self):

@@ -6,9 +6,10 @@ with "_", has the option put in its place and is sentence 0 alone); the
 article's lines are paragraphs 1.., its sentences counted from 0 in each
 (``span_windows.tokenize_context``). Token indexes count within each
 sentence; [CLS] and [SEP] take their left neighbour's indexes ([CLS]: the
-first token's); token type 0 up to the first [SEP], 1 after. The article is
-cut at its end to fit ``max_positions``. Example, question "who ?", option
-"Al", article "A b . C d ." (whitespace words):
+first token's; ``segments.build_layout``); token type 0 up to the first
+[SEP], 1 after. The article is cut at its end to fit ``max_positions``.
+Example, question "who ?", option "Al", article "A b . C d ." (whitespace
+words):
 
     token     [CLS] who ?  Al [SEP] A  b  .  C  d  .  [SEP]
     paragraph   0    0  0   0   0   1  1  1  1  1  1    1
@@ -19,44 +20,30 @@ cut at its end to fit ``max_positions``. Example, question "who ?", option
 from typing import List, Sequence, Tuple
 
 import torch
+from segatron_preprocess.corpus_format import INDEX_NAMES
+
+from segatron_fairseq.segments import Text, build_layout
 
 from .example_list_dataset import ExampleListDataset, segment_net_input
 from .span_windows import TokenizedText
 
-Layout = Tuple[List[int], List[int], List[int], List[int], List[int]]  # tokens, paragraph, sentence, token, type
+OptionLayout = Tuple[List[int], List[int], List[int], List[int], List[int]]  # tokens, paragraph, sentence, token, type
 
 
 def option_layout(query: Sequence[Sequence[int]], article: TokenizedText, bos: int, eos: int, max_positions: int,
-                  table_sizes: dict) -> Layout:
+                  table_sizes: dict) -> OptionLayout:
     """One option's input; ``query``: the token ids of its sentences (question, option)."""
-    tokens, paragraph, sentence, token = [bos], [0], [0], [0]
-    for number, text in enumerate(query):
-        tokens += text
-        paragraph += [0] * len(text)
-        sentence += [number] * len(text)
-        token += range(len(text))
-    tokens.append(eos)
-    paragraph.append(paragraph[-1])
-    sentence.append(sentence[-1])
-    token.append(token[-1])
-    head = len(tokens)
+    head = sum(len(text) for text in query) + 2
     room = max_positions - head - 1
     if room < 1:
         raise ValueError(f"max_positions {max_positions} leaves no room for the article after a "
                          f"{head - 2}-token query")
-    tokens += article.ids[:room] + [eos]
-    paragraph += article.paragraph[:room]
-    sentence += article.sentence[:room]
-    token += article.token[:room]
-    paragraph.append(paragraph[-1])
-    sentence.append(sentence[-1])
-    token.append(token[-1])
-    token_type = [0] * head + [1] * (len(tokens) - head)
-
-    def clip(values, name):
-        return [min(v, table_sizes[name] - 1) for v in values]
-
-    return tokens, clip(paragraph, "paragraph"), clip(sentence, "sentence"), clip(token, "token"), token_type
+    query_text = Text([t for text in query for t in text],
+                      {"paragraph": [0] * (head - 2), "sentence": [n for n, text in enumerate(query) for _ in text],
+                       "token": [k for text in query for k in range(len(text))]})
+    layout = build_layout([query_text, article.text(0, room)], bos, eos, table_sizes)
+    return (layout.tokens.tolist(), *(layout.indexes[name].tolist() for name in INDEX_NAMES),
+            layout.token_type.tolist())
 
 
 class MultipleChoiceDataset(ExampleListDataset):
@@ -64,7 +51,7 @@ class MultipleChoiceDataset(ExampleListDataset):
     (B,) the right option and ``group`` (B,) each example's group number
     (RACE: middle 0, high 1)."""
 
-    def __init__(self, examples: List[List[Layout]], targets: List[int], groups: List[int], pad: int):
+    def __init__(self, examples: List[List[OptionLayout]], targets: List[int], groups: List[int], pad: int):
         super().__init__([max(len(option[0]) for option in options) for options in examples])
         self.examples, self.targets, self.groups, self.pad = examples, targets, groups, pad
 

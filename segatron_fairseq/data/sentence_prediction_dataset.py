@@ -4,13 +4,17 @@ One text:  [CLS] a_1 .. a_n [SEP]            paragraph 0, sentence 0
 Two texts: [CLS] a_1 .. a_n [SEP] b_1 .. b_m [SEP]
            a: paragraph 0, sentence 0;  b: paragraph 1, sentence 0
 Token indexes count within each text from 0; [CLS] and [SEP] take the indexes
-of their neighbouring token on the left ([CLS]: the first token's). BERT's
-token type (segment A / B) is the text's number, so it equals the paragraph
-index here and goes to the model as ``token_type``.
+of their neighbouring token on the left ([CLS]: the first token's;
+``segments.build_layout``). BERT's token type (segment A / B) is the text's
+number, so it equals the paragraph index here and goes to the model as
+``token_type``.
 """
 from typing import List, Sequence, Tuple
 
 import torch
+
+from segatron_fairseq.segments import TABLE_SIZES, Text, build_layout, shorten_longest
+
 from .example_list_dataset import ExampleListDataset, segment_net_input
 
 
@@ -18,24 +22,13 @@ def segment_layout(texts: Sequence[Sequence[int]], bos: int, eos: int, max_posit
                    max_token_index: int) -> Tuple[List[int], List[int], List[int], List[int]]:
     """Token ids and (paragraph, sentence, token) indexes of one example. The
     longest text is shortened until the example fits ``max_positions``; token
-    indexes above the table are clipped."""
-    texts = [list(t) for t in texts]
-    budget = max_positions - 1 - len(texts)
-    while sum(len(t) for t in texts) > budget:
-        longest = max(range(len(texts)), key=lambda k: len(texts[k]))
-        texts[longest].pop()
-    tokens, paragraph, sentence, token = [bos], [0], [0], [0]
-    for number, text in enumerate(texts):
-        for position, symbol in enumerate(text):
-            tokens.append(symbol)
-            paragraph.append(number)
-            sentence.append(0)
-            token.append(min(position, max_token_index - 1))
-        tokens.append(eos)
-        paragraph.append(paragraph[-1])
-        sentence.append(0)
-        token.append(token[-1])
-    return tokens, paragraph, sentence, token
+    indexes above the table (``max_token_index`` rows) are clipped."""
+    texts = shorten_longest(texts, max_positions - 1 - len(texts))
+    layout = build_layout([Text(text, {"paragraph": [number] * len(text), "sentence": [0] * len(text),
+                                       "token": range(len(text))}) for number, text in enumerate(texts)],
+                          bos, eos, {**TABLE_SIZES, "token": max_token_index})
+    return (layout.tokens.tolist(), layout.indexes["paragraph"].tolist(), layout.indexes["sentence"].tolist(),
+            layout.indexes["token"].tolist())
 
 
 class SentencePredictionDataset(ExampleListDataset):

@@ -11,8 +11,8 @@ A window is [CLS] question [SEP] context[a:b] [SEP]; the question (cut to
 ``max_query_tokens``) is paragraph 0, sentence 0, token indexes 0..; the
 context keeps its own indexes (a window that starts mid-sentence starts at
 that token's index); [CLS] and [SEP] take their left neighbour's indexes
-([CLS]: the first question token's). Token type: 0 up to the first [SEP], 1
-after. Example, question "who ?", context "A b . C d .\\nE f ." (whitespace
+([CLS]: the first question token's; ``segments.build_layout``). Token type: 0
+up to the first [SEP], 1 after. Example, question "who ?", context "A b . C d .\\nE f ." (whitespace
 words, stride large enough for one window):
 
     token     [CLS] who ?  [SEP] A  b  .  C  d  .  E  f  .  [SEP]
@@ -34,8 +34,12 @@ from typing import Callable, List, Optional, Sequence, Tuple
 import torch
 from fairseq.data import data_utils
 from segatron_preprocess import sentences
+from segatron_preprocess.corpus_format import INDEX_NAMES
+
+from segatron_fairseq.segments import Text, build_layout
 
 from .example_list_dataset import ExampleListDataset, segment_net_input
+
 
 @dataclass
 class TokenizedText:
@@ -47,6 +51,11 @@ class TokenizedText:
     token: List[int]
     char_start: List[int]
     char_end: List[int]  # exclusive
+
+    def text(self, start: int = 0, end: Optional[int] = None) -> Text:
+        """Tokens ``start:end`` as a text of ``segments.build_layout``."""
+        return Text(self.ids[start:end], {"paragraph": self.paragraph[start:end],
+                                          "sentence": self.sentence[start:end], "token": self.token[start:end]})
 
 
 def piece_spans(pieces: Sequence[str], start: int, end: int) -> List[Tuple[int, int]]:
@@ -161,7 +170,7 @@ def question_windows(number: int, question: List[int], context: TokenizedText, a
                      bos: int, eos: int, max_positions: int, doc_stride: int, max_query_tokens: int,
                      table_sizes: dict) -> List[SpanWindow]:
     """The windows of one question (``answer``: its first and last context
-    token, or None when it has none)."""
+    token, or None when it has none), indexes fitted to ``table_sizes``."""
     question = question[:max_query_tokens]
     room = max_positions - len(question) - 3
     if room < 1:
@@ -169,31 +178,22 @@ def question_windows(number: int, question: List[int], context: TokenizedText, a
                          f"{len(question)}-token question")
     spans = window_starts(len(context.ids), room, doc_stride)
     scored_in = max_context_windows(spans, len(context.ids))
+    query = Text(question, {"paragraph": [0] * len(question), "sentence": [0] * len(question),
+                            "token": range(len(question))})
+    head = len(question) + 2
+    outside = [-1] * head
     windows = []
     for k, (start, end) in enumerate(spans):
-        head = len(question) + 2
-        tokens = [bos] + question + [eos] + context.ids[start:end] + [eos]
-        paragraph = [0] * head + context.paragraph[start:end]
-        sentence = [0] * head + context.sentence[start:end]
-        token = [0] + list(range(len(question))) + [max(len(question) - 1, 0)] + context.token[start:end]
-        paragraph.append(paragraph[-1])
-        sentence.append(sentence[-1])
-        token.append(token[-1])
-        token_type = [0] * head + [1] * (end - start + 1)
+        layout = build_layout([query, context.text(start, end)], bos, eos, table_sizes)
         start_position = end_position = 0
         if answer is not None and start <= answer[0] and answer[1] < end:
             start_position, end_position = head + answer[0] - start, head + answer[1] - start
-        outside = [-1] * head
         windows.append(SpanWindow(
-            number, tokens, _clip(paragraph, table_sizes["paragraph"]), _clip(sentence, table_sizes["sentence"]),
-            _clip(token, table_sizes["token"]), token_type, start_position, end_position,
+            number, layout.tokens.tolist(), *(layout.indexes[name].tolist() for name in INDEX_NAMES),
+            layout.token_type.tolist(), start_position, end_position,
             outside + context.char_start[start:end] + [-1], outside + context.char_end[start:end] + [-1],
             [False] * head + [scored_in[p] == k for p in range(start, end)] + [False]))
     return windows
-
-
-def _clip(values: List[int], rows: int) -> List[int]:
-    return [min(v, rows - 1) for v in values]
 
 
 class SpanWindowDataset(ExampleListDataset):

@@ -15,8 +15,6 @@ sequence again (Eq. 8) and the tied LM head predicts masked words (Eq. 9).
 heads and special indexes, ``sequence_embeddings`` and ``cross_states``
 (B, M, N, d).
 """
-import os
-
 import torch
 from fairseq.models import register_model, register_model_architecture
 from fairseq.models.roberta.model import RobertaEncoder, RobertaModel, base_architecture
@@ -24,6 +22,8 @@ from fairseq.utils import safe_getattr
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
+from segatron_fairseq.hub.checkpoints import DEFAULT_CHECKPOINT, load_pretrained
+from segatron_fairseq.hub.cross_thought import CrossThoughtHubInterface
 from segatron_fairseq.models.architecture_defaults import TINY_ENCODER, set_defaults
 from segatron_fairseq.modules import CrossSequenceLayer
 
@@ -241,18 +241,15 @@ class CrossThoughtModel(RobertaModel):
                             help="pair classifier input: flattened 2N cross states (paper) or their mean")
 
     @classmethod
-    def from_pretrained(cls, model_name_or_path: str, checkpoint_file: str = "model.pt",
-                        data_name_or_path: str = ".", **overrides):
+    def from_pretrained(cls, model_name_or_path: str, checkpoint_file: str = DEFAULT_CHECKPOINT,
+                        data_name_or_path: str = ".", **overrides) -> CrossThoughtHubInterface:
         """A ``CrossThoughtHubInterface`` (``encode``, ``rank``) for the
         checkpoint ``model_name_or_path/checkpoint_file``; ``data_name_or_path``
         is the pre-training corpus (its dict.txt and sentencepiece.model),
-        relative to the model directory when it starts with '.'."""
-        from segatron_fairseq.models.cross_thought_hub_interface import load_cross_thought
-
-        data = data_name_or_path
-        if data.startswith("."):
-            data = os.path.abspath(os.path.join(model_name_or_path, data))
-        return load_cross_thought(os.path.join(model_name_or_path, checkpoint_file), data, overrides)
+        relative to the model directory when it starts with '.'
+        (``hub.checkpoints``: the checks and errors of every hub)."""
+        loaded = load_pretrained("cross_thought", model_name_or_path, checkpoint_file, data_name_or_path, overrides)
+        return CrossThoughtHubInterface(loaded.cfg, loaded.task, loaded.model, loaded.corpus)
 
     @classmethod
     def build_model(cls, args, task):

@@ -11,7 +11,6 @@ positions and no index tables (architectures ``segabert_bert_*``: fairseq
 itself registers ``bert_base``/``bert_large`` for its legacy masked_lm model).
 """
 import logging
-import os
 
 from fairseq.models import register_model
 from fairseq.models.roberta.model import (
@@ -24,12 +23,12 @@ from fairseq.modules.transformer_sentence_encoder import init_bert_params
 from fairseq.utils import safe_getattr
 from torch import nn
 
+from segatron_fairseq.hub.checkpoints import DEFAULT_CHECKPOINT, load_pretrained
+from segatron_fairseq.hub.segabert import SegaBERTHubInterface
 from segatron_fairseq.models.architecture_defaults import TINY_ENCODER, register_architecture, set_defaults
+from segatron_fairseq.segments import TABLE_SIZES
 
 logger = logging.getLogger(__name__)
-
-# rows of the paragraph / sentence / token index tables (the paper's 50 / 100 / 256)
-SEGMENT_TABLE_SIZES = {"paragraph": 50, "sentence": 100, "token": 256}
 
 
 class SegaBERTEncoder(RobertaEncoder):
@@ -39,7 +38,7 @@ class SegaBERTEncoder(RobertaEncoder):
         self.segment_embeddings = nn.ModuleDict()
         if self.segment_positions:
             dim = args.encoder_embed_dim
-            for name in SEGMENT_TABLE_SIZES:
+            for name in TABLE_SIZES:
                 table = nn.Embedding(getattr(args, f"max_{name}_index"), dim)
                 init_bert_params(table)
                 self.segment_embeddings[name] = table
@@ -99,7 +98,7 @@ class SegaBERTModel(RobertaModel):
     @staticmethod
     def add_args(parser):
         RobertaModel.add_args(parser)
-        for name, size in SEGMENT_TABLE_SIZES.items():
+        for name, size in TABLE_SIZES.items():
             parser.add_argument(f"--max-{name}-index", type=int, help=f"{name} index table size ({size})")
         parser.add_argument("--no-segment-positions", action="store_true", default=None,
                             help="BERT: learned absolute positions instead of the index tables")
@@ -109,28 +108,18 @@ class SegaBERTModel(RobertaModel):
                             help="epsilon of every LayerNorm (default 1e-5; BERT checkpoints use 1e-12)")
 
     @classmethod
-    def from_pretrained(cls, model_name_or_path: str, checkpoint_file: str = "checkpoint_best.pt",
-                        data_name_or_path: str = ".", **overrides):
+    def from_pretrained(cls, model_name_or_path: str, checkpoint_file: str = DEFAULT_CHECKPOINT,
+                        data_name_or_path: str = ".", **overrides) -> SegaBERTHubInterface:
         """A ``SegaBERTHubInterface`` (``encode``, ``extract_features``,
         ``fill_mask``, ``predict``) of the checkpoint
         ``model_name_or_path/checkpoint_file``, pre-trained (segabert_mlm) or
         fine-tuned (any task with ``pretrain_data``: segabert_sentence_prediction,
         segabert_squad, segabert_multiple_choice, segabert_siamese_nli). ``data_name_or_path`` is the
         segatron-preprocess directory of pre-training (relative to the model
-        directory when it starts with '.')."""
-        from fairseq import checkpoint_utils
-
-        from segatron_fairseq.models.segabert_hub_interface import SegaBERTHubInterface
-
-        corpus = data_name_or_path
-        if corpus.startswith("."):
-            corpus = os.path.abspath(os.path.join(model_name_or_path, corpus))
-        path = os.path.join(model_name_or_path, checkpoint_file)
-        state = checkpoint_utils.load_checkpoint_to_cpu(path)
-        # a fine-tuning task's own files stay; only the corpus that tokenizes text is this one
-        overrides = {"pretrain_data" if "pretrain_data" in state["cfg"]["task"] else "data": corpus, **overrides}
-        models, cfg, task = checkpoint_utils.load_model_ensemble_and_task([path], arg_overrides=overrides)
-        return SegaBERTHubInterface(cfg, task, models[0], corpus)
+        directory when it starts with '.'; ``hub.checkpoints``: the checks and
+        errors of every hub)."""
+        loaded = load_pretrained("segabert", model_name_or_path, checkpoint_file, data_name_or_path, overrides)
+        return SegaBERTHubInterface(loaded.cfg, loaded.task, loaded.model, loaded.corpus)
 
     def register_task_head(self, name: str, head: nn.Module) -> None:
         """A head of ``task_heads`` (span, siamese), saved with the classification heads."""
@@ -174,7 +163,7 @@ class SegaBERTModel(RobertaModel):
 
 def _segment_defaults(args, segment_positions: bool):
     set_defaults(args, no_segment_positions=not segment_positions,
-                 **{f"max_{name}_index": size for name, size in SEGMENT_TABLE_SIZES.items()})
+                 **{f"max_{name}_index": size for name, size in TABLE_SIZES.items()})
     # SegaBERT replaces absolute positions by the token index within the sentence
     args.no_token_positional_embeddings = not args.no_segment_positions
 

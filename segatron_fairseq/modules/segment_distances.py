@@ -38,7 +38,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-PARTS = ("token", "sentence", "paragraph")
+from segatron_fairseq.segments import SEGMENT_LEVELS
+
 ORIGINS = ("query", "window_end")
 
 # how the attention scores R (SegmentDistances.mode)
@@ -136,7 +137,7 @@ class SegmentDistances:
         self.tables: Dict[str, Tensor] = {}
         self.run_cells: Optional[Tensor] = None
         self.key_runs: Optional[Tensor] = None
-        parts = [part for part in PARTS[1:] if part in part_dims]
+        parts = [part for part in SEGMENT_LEVELS if part in part_dims]
         if not parts:
             self.mode = TOKEN_ONLY
         elif origin == "window_end":

@@ -25,7 +25,8 @@ from fairseq.data import (
 from fairseq.tasks import register_task
 
 from segatron_fairseq.data import ShortSequenceDataset, ShortSequenceSampleDataset
-from segatron_fairseq.tasks.masking import MASK_SYMBOL, MaskingConfig, load_dictionary_with_mask
+from segatron_fairseq.segments import MASK_SYMBOL
+from segatron_fairseq.tasks.masking import MaskingConfig, load_dictionary_with_mask
 from segatron_fairseq.tasks.per_sequence_sizes import PerSequenceSizeCheck
 from segatron_fairseq.tasks.single_dictionary_task import SingleDictionaryTask
 

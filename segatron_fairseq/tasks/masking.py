@@ -11,7 +11,7 @@ from fairseq.dataclass import FairseqDataclass
 from omegaconf import II
 from segatron_preprocess.corpus_format import BPE, DICT_FILE, METADATA_FILE, NO_BPE, WORDPIECE, read_metadata
 
-MASK_SYMBOL = "<mask>"
+from segatron_fairseq.segments import MASK_SYMBOL
 
 
 @dataclass

@@ -24,8 +24,8 @@ from fairseq.data import (
 from fairseq.tasks import register_task
 
 from segatron_fairseq.data import DocumentExampleDataset, FieldDataset, SegmentIndexedDataset, SumDataset
-from segatron_fairseq.models.segabert import SEGMENT_TABLE_SIZES
-from segatron_fairseq.tasks.masking import MASK_SYMBOL, MaskingConfig, load_dictionary_with_mask, whole_word_starts
+from segatron_fairseq.segments import MASK_SYMBOL, TABLE_SIZES
+from segatron_fairseq.tasks.masking import MaskingConfig, load_dictionary_with_mask, whole_word_starts
 from segatron_fairseq.tasks.single_dictionary_task import SingleDictionaryTask
 
 logger = logging.getLogger(__name__)
@@ -36,11 +36,11 @@ class SegaBERTMLMConfig(MaskingConfig):
     tokens_per_sample: int = field(default=512, metadata={"help": "example length with [CLS] and [SEP]"})
     examples_per_epoch: int = field(default=0, metadata={"help": "0: about one pass over the tokens"})
     mask_whole_words: bool = field(default=False, metadata={"help": "mask whole words (sentencepiece ▁)"})
-    max_paragraph_index: int = field(default=SEGMENT_TABLE_SIZES["paragraph"],
+    max_paragraph_index: int = field(default=TABLE_SIZES["paragraph"],
                                      metadata={"help": "paragraph index table size"})
-    max_sentence_index: int = field(default=SEGMENT_TABLE_SIZES["sentence"],
+    max_sentence_index: int = field(default=TABLE_SIZES["sentence"],
                                     metadata={"help": "sentence index table size"})
-    max_token_index: int = field(default=SEGMENT_TABLE_SIZES["token"], metadata={"help": "token index table size"})
+    max_token_index: int = field(default=TABLE_SIZES["token"], metadata={"help": "token index table size"})
 
 
 @register_task("segabert_mlm", dataclass=SegaBERTMLMConfig)

@@ -19,7 +19,7 @@ from fairseq.tasks import register_task
 from segatron_fairseq.data.multiple_choice_dataset import MultipleChoiceDataset, option_layout
 from segatron_fairseq.data.race import LEVELS, read_race
 from segatron_fairseq.data.span_windows import ContextTokenizer
-from segatron_fairseq.models.segabert import SEGMENT_TABLE_SIZES
+from segatron_fairseq.segments import TABLE_SIZES, shorten_longest
 from segatron_fairseq.tasks.finetuning_task import FinetuningConfig, FinetuningTask
 
 logger = logging.getLogger(__name__)
@@ -56,9 +56,9 @@ class SegaBERTMultipleChoiceTask(FinetuningTask):
                     query = [self.encode(question.question.replace("_", option, 1))]
                 else:
                     query = [self.encode(question.question), self.encode(option)]
-                query = _cut(query, self.cfg.max_query_tokens)
+                query = shorten_longest(query, self.cfg.max_query_tokens)
                 layouts.append(option_layout(query, articles[question.article], bos, eos, self.cfg.max_positions,
-                                             SEGMENT_TABLE_SIZES))
+                                             TABLE_SIZES))
             examples.append(layouts)
         self.datasets[split] = MultipleChoiceDataset(examples, [q.answer for q in questions],
                                                      [self.groups.index(q.level) for q in questions],
@@ -74,11 +74,3 @@ class SegaBERTMultipleChoiceTask(FinetuningTask):
     def max_positions(self):
         return self.cfg.max_positions
 
-
-def _cut(query, limit):
-    """The query's sentences, the longest shortened until they fit ``limit`` tokens."""
-    query = [list(q) for q in query]
-    while sum(len(q) for q in query) > limit:
-        longest = max(range(len(query)), key=lambda k: len(query[k]))
-        query[longest].pop()
-    return query

@@ -13,7 +13,7 @@ from typing import List
 from fairseq.tasks import register_task
 
 from segatron_fairseq.data.sentence_prediction_dataset import SentencePredictionDataset, segment_layout
-from segatron_fairseq.models.segabert import SEGMENT_TABLE_SIZES
+from segatron_fairseq.segments import TABLE_SIZES
 from segatron_fairseq.tasks.text_classification import TextClassificationConfig, TextClassificationTask
 
 logger = logging.getLogger(__name__)
@@ -22,7 +22,7 @@ logger = logging.getLogger(__name__)
 @dataclass
 class SegaBERTSentencePredictionConfig(TextClassificationConfig):
     max_positions: int = field(default=512, metadata={"help": "longest example, [CLS]/[SEP] included"})
-    max_token_index: int = field(default=SEGMENT_TABLE_SIZES["token"], metadata={"help": "token index table size"})
+    max_token_index: int = field(default=TABLE_SIZES["token"], metadata={"help": "token index table size"})
 
 
 @register_task("segabert_sentence_prediction", dataclass=SegaBERTSentencePredictionConfig)

@@ -20,8 +20,8 @@ from fairseq.tasks import register_task
 
 from segatron_fairseq.data.span_windows import ContextTokenizer, SpanWindowDataset, answer_tokens, question_windows
 from segatron_fairseq.data.squad_json import SquadQuestion, read_squad
-from segatron_fairseq.models.segabert import SEGMENT_TABLE_SIZES
 from segatron_fairseq.models.task_heads import SpanHead
+from segatron_fairseq.segments import TABLE_SIZES
 from segatron_fairseq.tasks.finetuning_task import FinetuningConfig, FinetuningTask
 
 logger = logging.getLogger(__name__)
@@ -76,7 +76,7 @@ class SegaBERTSquadTask(FinetuningTask):
                                        question.answer_start + len(question.answers[0]))
             windows.extend(question_windows(number, self.encode(question.question), context, answer, bos, eos,
                                             self.cfg.max_positions, self.cfg.doc_stride, self.cfg.max_query_tokens,
-                                            SEGMENT_TABLE_SIZES))
+                                            TABLE_SIZES))
         return SpanWindowDataset(windows, questions, self.dictionary.pad())
 
     def build_model(self, cfg, from_checkpoint=False):

@@ -18,7 +18,7 @@ from typing import List, Optional, Tuple
 from omegaconf import II
 
 from segatron_fairseq.data.glue_tsv import GLUE_TASKS, GlueFormat, read_tsv
-from segatron_fairseq.glue_metrics import METRICS
+from segatron_fairseq.evaluation.glue_metrics import METRICS
 from segatron_fairseq.tasks.finetuning_task import FinetuningConfig, FinetuningTask
 
 logger = logging.getLogger(__name__)

@@ -1,8 +1,9 @@
 """How fairseq's encoder names what BERT names otherwise, in both directions of
 the Hugging Face importers and exporters."""
+from segatron_fairseq.segments import MASK_SYMBOL
 
-# fairseq's special symbols -> BERT's (``<mask>`` is the one the masked-LM tasks append)
-BERT_SPECIAL_NAMES = {"<s>": "[CLS]", "<pad>": "[PAD]", "</s>": "[SEP]", "<unk>": "[UNK]", "<mask>": "[MASK]"}
+# fairseq's special symbols -> BERT's (MASK_SYMBOL is the one the masked-LM tasks append)
+BERT_SPECIAL_NAMES = {"<s>": "[CLS]", "<pad>": "[PAD]", "</s>": "[SEP]", "<unk>": "[UNK]", MASK_SYMBOL: "[MASK]"}
 # fairseq's TransformerEncoderLayer -> BertLayer (both post-norm), per .weight / .bias
 ENCODER_LAYER_KEYS = {"self_attn.q_proj": "attention.self.query", "self_attn.k_proj": "attention.self.key",
                       "self_attn.v_proj": "attention.self.value", "self_attn.out_proj": "attention.output.dense",

@@ -11,59 +11,20 @@ else its dictionary's words; ``data_name_or_path`` is that corpus), each text
 is one short sequence cut to ``max_length`` tokens, and the model runs in
 evaluation mode (words at positions N.., as the fine-tuning tasks encode them).
 """
-import os
-from typing import Dict, List, Optional, Sequence
+from typing import List, Optional, Sequence
 
 import torch
-from fairseq import checkpoint_utils
-from fairseq.models import ARCH_MODEL_NAME_REGISTRY
 from torch import nn
 
 from segatron_fairseq.data.text_encoder import text_encoder
 
-EMBED_TOKENS_KEY = "encoder.sentence_encoder.embed_tokens.weight"
-
-
-def checkpoint_model_name(state: dict) -> str:
-    """The registered model name (not the architecture) a fairseq checkpoint was saved from."""
-    cfg = state.get("cfg") or {}
-    model_cfg = cfg.get("model") if hasattr(cfg, "get") else None
-    name = getattr(model_cfg, "_name", None) or (model_cfg.get("_name") if hasattr(model_cfg, "get") else None)
-    if name is None and state.get("args") is not None:
-        name = getattr(state["args"], "arch", None)
-    return ARCH_MODEL_NAME_REGISTRY.get(name, name) or "unknown"
-
-
-def load_cross_thought(path: str, data: str, overrides: Optional[Dict] = None) -> "CrossThoughtHubInterface":
-    """Load a ``cross_thought`` checkpoint (pre-trained or fine-tuned) with the
-    dictionary and sub-word model of the corpus ``data``, after checking that
-    the checkpoint is a Cross-Thought one and that the dictionary fits it."""
-    from segatron_fairseq.tasks.cross_thought_mlm import CrossThoughtMLMConfig, CrossThoughtMLMTask
-
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"{path}: checkpoint not found")
-    overrides = dict(overrides or {})
-    state = checkpoint_utils.load_checkpoint_to_cpu(path, overrides)
-    name = checkpoint_model_name(state)
-    if name != "cross_thought":
-        raise ValueError(f"{path}: this is a {name} checkpoint; Cross-Thought embeddings and ranking need a "
-                         f"cross_thought one")
-    task = CrossThoughtMLMTask.setup_task(CrossThoughtMLMConfig(data=data))
-    rows = state["model"][EMBED_TOKENS_KEY].size(0)
-    if rows != len(task.dictionary):
-        raise ValueError(f"{os.path.join(data, 'dict.txt')} has {len(task.dictionary):,} symbols (with <mask>) but "
-                         f"{path} embeds {rows:,}: --data is not the corpus this model was trained on")
-    models, cfg, task = checkpoint_utils.load_model_ensemble_and_task([path], arg_overrides=overrides, task=task,
-                                                                      state=state)
-    return CrossThoughtHubInterface(cfg, task, models[0])
-
 
 class CrossThoughtHubInterface(nn.Module):
-    def __init__(self, cfg, task, model):
+    def __init__(self, cfg, task, model, corpus: str):
         super().__init__()
         self.cfg, self.task, self.model = cfg, task, model
         self.model.eval()
-        self.tokenize = text_encoder(task.cfg.data, task.dictionary)
+        self.tokenize = text_encoder(corpus, task.dictionary)
         self.max_length = model.max_positions()
         self.register_buffer("_float_tensor", torch.tensor([0], dtype=torch.float), persistent=False)
 

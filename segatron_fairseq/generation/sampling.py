@@ -14,24 +14,12 @@ values (one query per new token, ``decode_step``); ``False`` recomputes a full
 forward over the window for every token (the slow reference; the same tokens
 as long as the window is not capped).
 """
-from dataclasses import dataclass
 from typing import Callable, List, Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor
 
-
-@dataclass
-class GenerationSetup:
-    """What a Segatron-XL decoder needs to serve fairseq's ``SequenceGenerator``
-    (set by ``SegatronLMTask.build_generator``): ``max_keys``, the longest
-    window a query sees (training memory + segment length; the oldest keys
-    are dropped beyond it), and ``new_indexer``, which makes the per-row
-    object whose ``push(token)`` gives each arriving token's (sentence start,
-    paragraph start) (``GenerationIndexer``; None without segment parts)."""
-
-    max_keys: int
-    new_indexer: Optional[Callable[[], object]] = None
+from segatron_fairseq.segments import SEGMENT_LEVELS
 
 
 def next_token(lprobs: Tensor, topk: int, topp: float, temperature: float, excluded: Sequence[int],
@@ -53,8 +41,7 @@ def next_token(lprobs: Tensor, topk: int, topp: float, temperature: float, exclu
 
 def _starts(decoder, sentence: bool, paragraph: bool, device) -> dict:
     flags = {"sentence": sentence, "paragraph": paragraph}
-    return {part: torch.tensor([flags[part]], device=device) for part in ("sentence", "paragraph")
-            if part in decoder.part_dims}
+    return {part: torch.tensor([flags[part]], device=device) for part in SEGMENT_LEVELS if part in decoder.part_dims}
 
 
 @torch.no_grad()

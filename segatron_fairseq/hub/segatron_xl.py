@@ -25,8 +25,8 @@ from omegaconf import open_dict
 from segatron_preprocess.text_encoder import EncodedText, GenerationIndexer, TextEncoder
 from torch import nn
 
-from segatron_fairseq.generation import sample_tokens
-from segatron_fairseq.token_losses import stream_inputs, stream_losses
+from segatron_fairseq.generation.sampling import sample_tokens
+from segatron_fairseq.evaluation.token_losses import stream_inputs, stream_losses
 
 
 class SegatronXLHubInterface(nn.Module):

@@ -9,7 +9,7 @@ from typing import Dict, Tuple
 
 from torch import Tensor
 
-from segatron_fairseq.bert_names import BERT_SPECIAL_NAMES, ENCODER_LAYER_KEYS
+from segatron_fairseq.conversion.bert_names import BERT_SPECIAL_NAMES, ENCODER_LAYER_KEYS
 
 logger = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from typing import Dict
 
 from torch import Tensor
 
-from segatron_fairseq.bert_names import ACTIVATIONS
+from segatron_fairseq.conversion.bert_names import ACTIVATIONS
 
 from .huggingface_directory import layer_state, lm_head_state, tokenizer_files, warn_about_heads, write_directory
 

@@ -12,7 +12,7 @@
 into sentences and paragraphs (one per line) by the corpus's own binarizer
 path (``segatron_preprocess.text_encoder``), ``</s>`` left out, [CLS] and
 [SEP] with their neighbours' indexes, indexes above a table fitted by the
-paper's rule. A pair is laid out as fine-tuning does
+paper's rule (``segatron_fairseq.segments``). A pair is laid out as fine-tuning does
 (``sentence_prediction_dataset.segment_layout``): first text paragraph 0,
 second paragraph 1.
 """
@@ -25,9 +25,7 @@ from torch import nn
 
 from segatron_fairseq.data.document_examples import example_layout
 from segatron_fairseq.data.sentence_prediction_dataset import segment_layout
-from segatron_fairseq.models.segabert import SEGMENT_TABLE_SIZES
-from segatron_fairseq.tasks.masking import MASK_SYMBOL
-
+from segatron_fairseq.segments import MASK_SYMBOL, TABLE_SIZES
 
 
 class SegaBERTHubInterface(nn.Module):
@@ -39,7 +37,7 @@ class SegaBERTHubInterface(nn.Module):
         self.text_encoder = TextEncoder(corpus, self.dictionary, keep=(MASK_SYMBOL,))
         self.max_positions = model.max_positions()
         self.table_sizes = {name: getattr(model.args, f"max_{name}_index", size)
-                            for name, size in SEGMENT_TABLE_SIZES.items()}
+                            for name, size in TABLE_SIZES.items()}
         self.register_buffer("_float_tensor", torch.tensor([0], dtype=torch.float), persistent=False)
 
     @property
@@ -50,9 +48,9 @@ class SegaBERTHubInterface(nn.Module):
         encoded = self.text_encoder.encode(text, "lines")
         indexes = {"paragraph": encoded.paragraph_index, "sentence": encoded.sentence_index,
                    "token": encoded.token_index}
-        example, _, _ = example_layout(encoded.tokens, indexes, self.dictionary.bos(), self.dictionary.eos(),
-                                       self.max_positions, self.table_sizes)
-        return {"src_tokens": example["tokens"], **{f"{name}_index": example[name] for name in indexes}}
+        layout = example_layout(encoded.tokens, indexes, self.dictionary.bos(), self.dictionary.eos(),
+                                self.max_positions, self.table_sizes)
+        return {"src_tokens": layout.tokens, **{f"{name}_index": values for name, values in layout.indexes.items()}}
 
     def _pair(self, text_a: str, text_b: str) -> Dict[str, np.ndarray]:
         texts = [self.text_encoder.encode(t, "lines").tokens for t in (text_a, text_b)]

@@ -14,8 +14,8 @@ from typing import List
 import torch
 from fairseq.data import Dictionary
 
-from segatron_fairseq.bert_names import BERT_SPECIAL_NAMES
-from segatron_fairseq.tasks.masking import MASK_SYMBOL
+from segatron_fairseq.conversion.bert_names import BERT_SPECIAL_NAMES
+from segatron_fairseq.segments import MASK_SYMBOL
 
 BERT_SPECIALS = tuple(BERT_SPECIAL_NAMES.values())
 

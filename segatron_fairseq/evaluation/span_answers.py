@@ -13,7 +13,7 @@ from typing import Dict, List, Tuple
 
 import torch
 
-from segatron_fairseq.squad_metrics import QuestionResult
+from segatron_fairseq.evaluation.squad_metrics import QuestionResult
 
 
 @dataclass

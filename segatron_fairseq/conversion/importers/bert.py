@@ -24,7 +24,7 @@ from typing import Dict, List, Tuple
 import torch
 from torch import Tensor
 
-from segatron_fairseq.bert_names import ACTIVATIONS, ENCODER_LAYER_KEYS
+from segatron_fairseq.conversion.bert_names import ACTIVATIONS, ENCODER_LAYER_KEYS
 
 from .wordpiece_vocabulary import MappedWordPiece
 

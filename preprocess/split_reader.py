@@ -1,0 +1,169 @@
+"""Read the four aligned datasets of a split that ``segatron-preprocess`` wrote.
+
+For a split prefix ``DIR/train``: ``train.bin/.idx`` (token ids, fairseq's
+MMapIndexedDataset) and ``train.paragraph``, ``train.sentence``,
+``train.token`` (uint16 indexes, one per token): the format of
+``corpus_format``, which also says what the indexes mean. ``segatron-inspect``
+reads splits with it; the plugin's datasets build on it
+(``segatron_fairseq.data.SegmentIndexedDataset``).
+"""
+import os
+import struct
+from typing import Dict, List, NamedTuple, Optional
+
+import numpy as np
+import torch
+from fairseq.data import indexed_dataset
+from fairseq.data.indexed_dataset import MMapIndexedDataset, data_file_path, index_file_path
+
+from .corpus_format import (
+    COMPLETE,
+    FILES,
+    INDEX_NAMES,
+    METADATA_FILE,
+    SPLITS,
+    STATE,
+    dataset_files,
+    document_starts,
+    index_prefix,
+    read_metadata,
+)
+
+
+class SegmentItem(NamedTuple):
+    """One item (a paragraph line plus eos): four LongTensors of shape (length,)."""
+
+    tokens: torch.Tensor
+    paragraph: torch.Tensor
+    sentence: torch.Tensor
+    token: torch.Tensor
+
+
+def _check_index_file(path: str) -> None:
+    """The header and length of a fairseq mmap ``.idx``: magic, version 1, a
+    known dtype, then ``len`` int32 sizes and ``len`` int64 pointers."""
+    magic = MMapIndexedDataset.Index._HDR_MAGIC
+    header = struct.Struct(f"<{len(magic)}sQBQ")
+    with open(path, "rb") as f:
+        raw = f.read(header.size)
+    problem = None
+    if len(raw) < header.size:
+        problem = f"{len(raw)} bytes, shorter than the header"
+    else:
+        found_magic, version, dtype_code, length = header.unpack(raw)
+        expected = header.size + length * (4 + 8)
+        if found_magic != magic or version != 1 or dtype_code not in indexed_dataset._code_to_dtype:
+            problem = "not a fairseq mmap index header"
+        elif os.path.getsize(path) != expected:
+            problem = f"{os.path.getsize(path):,} bytes where its header announces {expected:,}"
+    if problem:
+        raise ValueError(f"{path}: not a complete fairseq index ({problem}); the split was not written "
+                         f"completely: run segatron-preprocess again")
+
+
+def _open(prefix: str) -> MMapIndexedDataset:
+    """One dataset, checked: its .idx is complete and its .bin holds exactly
+    the bytes the .idx describes."""
+    index_path, data_path = index_file_path(prefix), data_file_path(prefix)
+    _check_index_file(index_path)
+    dataset = MMapIndexedDataset(prefix)
+    index = dataset._index
+    expected = int(index._pointers[-1]) + int(index._sizes[-1]) * index.dtype().itemsize if len(index) else 0
+    actual = os.path.getsize(data_path)
+    if actual != expected:
+        raise ValueError(f"{data_path} has {actual:,} bytes but {index_path} describes {expected:,}: the file is "
+                         f"truncated or from another run; run segatron-preprocess again")
+    return dataset
+
+
+def _manifest(prefix: str) -> Optional[Dict]:
+    """The split's entry in its directory's segatron_preprocess.json, or None
+    (a split of 0.1.0, or a directory without metadata)."""
+    entry = read_metadata(os.path.dirname(prefix) or ".").get(SPLITS, {}).get(os.path.basename(prefix))
+    return entry if isinstance(entry, dict) and STATE in entry else None
+
+
+def _check_manifest(prefix: str, entry: Optional[Dict]) -> None:
+    if entry is None:
+        return
+    if entry[STATE] != COMPLETE:
+        raise ValueError(f"{prefix}: segatron-preprocess did not finish writing this split (its manifest in "
+                         f"{METADATA_FILE} says {entry[STATE]}); run segatron-preprocess again")
+    directory = os.path.dirname(prefix)
+    for name, size in entry.get(FILES, {}).items():
+        path = os.path.join(directory, name)
+        if os.path.getsize(path) != size:
+            raise ValueError(f"{path} has {os.path.getsize(path):,} bytes, its manifest in {METADATA_FILE} says "
+                             f"{size:,}: the split's files are not from one run; run segatron-preprocess again")
+
+
+class SplitReader:
+    """Token ids with their paragraph/sentence/token indexes, item by item.
+
+    Opening checks the whole set (``FileNotFoundError`` or ``ValueError``,
+    naming the file): all eight files present, each .bin as long as its .idx
+    says, the same items with the same lengths in the four datasets, and the
+    split's manifest (state and file sizes) unchanged while they were opened.
+    """
+
+    def __init__(self, prefix: str):
+        self.prefix = prefix
+        missing = self.missing_files(prefix)
+        if missing:
+            raise FileNotFoundError(f"split {prefix} is incomplete: missing {', '.join(missing)} (run "
+                                    f"segatron-preprocess)")
+        manifest = _manifest(prefix)
+        _check_manifest(prefix, manifest)
+        self.tokens = _open(prefix)
+        self.indexes = {name: _open(index_prefix(prefix, name)) for name in INDEX_NAMES}
+        for name, dataset in self.indexes.items():
+            other = index_prefix(prefix, name)
+            if len(dataset) != len(self.tokens):
+                raise ValueError(
+                    f"{index_file_path(other)} has {len(dataset)} items but {index_file_path(prefix)} has "
+                    f"{len(self.tokens)}: the segment index datasets do not belong to these tokens"
+                )
+            if not np.array_equal(dataset.sizes, self.tokens.sizes):
+                first = int(np.flatnonzero(dataset.sizes != self.tokens.sizes)[0])
+                raise ValueError(
+                    f"{index_file_path(other)} and {index_file_path(prefix)} differ in length at item {first} "
+                    f"({dataset.sizes[first]} vs {self.tokens.sizes[first]} tokens)"
+                )
+        if _manifest(prefix) != manifest:
+            raise ValueError(f"{prefix}: segatron-preprocess rewrote this split while it was being opened; "
+                             f"open it again")
+
+    @staticmethod
+    def missing_files(prefix: str) -> List[str]:
+        """The split's files that do not exist."""
+        return [path for path in dataset_files(prefix) if not os.path.isfile(path)]
+
+    def __getitem__(self, index: int) -> SegmentItem:
+        return SegmentItem(
+            self.tokens[index].long(), *(self.indexes[name][index].long() for name in INDEX_NAMES)
+        )
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    @property
+    def sizes(self) -> np.ndarray:
+        return self.tokens.sizes
+
+    def token_array(self) -> np.ndarray:
+        """All token ids of the split, flattened: a view of the memory map,
+        valid while this dataset lives (keep a reference, or copy it)."""
+        return np.frombuffer(self.tokens._bin_buffer, dtype=self.tokens._index.dtype, count=int(self.sizes.sum()))
+
+    def index_array(self, name: str) -> np.ndarray:
+        """All values of index ``name`` over the split, flattened: a view of
+        the memory map, valid while this dataset lives."""
+        dataset = self.indexes[name]
+        return np.frombuffer(dataset._bin_buffer, dtype=dataset._index.dtype, count=int(self.sizes.sum()))
+
+    def document_starts(self) -> np.ndarray:
+        """Item numbers whose first token starts a document (all indexes 0)."""
+        nonempty = np.flatnonzero(self.sizes > 0)
+        first = (np.cumsum(self.sizes) - self.sizes)[nonempty]
+        starts = document_starts(*(self.index_array(name)[first] for name in ("token", "sentence", "paragraph")))
+        return nonempty[starts]

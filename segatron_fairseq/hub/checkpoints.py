@@ -1,0 +1,110 @@
+"""The one loader of the hub interfaces' checkpoints: the three
+``from_pretrained`` and ``cross-thought-rank`` read a checkpoint here and
+nowhere else.
+
+``load_checkpoint`` reads the file once and checks, before it builds the model:
+
+- that the file exists (``FileNotFoundError``);
+- that it holds the registered model the caller serves (``segatron_xl``,
+  ``segabert``, ``cross_thought``), not another one;
+- that the corpus given for raw text (a segatron-preprocess directory: its
+  dictionary, sub-words and splitter) has as many symbols as the checkpoint
+  embeds.
+
+The corpus takes the place of the checkpoint's ``data``, or of its
+``pretrain_data`` when it was fine-tuned (the task's own files stay).
+"""
+import os
+import re
+from dataclasses import dataclass
+from typing import Any, Dict, Optional
+
+from fairseq import checkpoint_utils, tasks
+from fairseq.dataclass.utils import convert_namespace_to_omegaconf, overwrite_args_by_name
+from fairseq.models import ARCH_MODEL_NAME_REGISTRY
+from segatron_preprocess.corpus_format import DICT_FILE
+
+from segatron_fairseq.segments import MASK_SYMBOL
+
+DEFAULT_CHECKPOINT = "checkpoint_best.pt"  # fairseq-train's best checkpoint
+# what each model's hub interface offers, for the error on a checkpoint of another model
+HUB_USES = {"segatron_xl": "Segatron-XL scoring and generation", "segabert": "SegaBERT features and predictions",
+            "cross_thought": "Cross-Thought embeddings and ranking"}
+_ADAPTIVE_INPUT_BAND = re.compile(r"decoder\.embed_tokens\.embeddings\.\d+\.0\.weight")
+
+
+@dataclass
+class LoadedCheckpoint:
+    """A checkpoint's configuration, its task (set up with ``corpus``), its model, and the corpus."""
+
+    cfg: Any
+    task: Any
+    model: Any
+    corpus: str
+
+
+def checkpoint_model_name(state: dict) -> str:
+    """The registered model name (not the architecture) a fairseq checkpoint was saved from."""
+    cfg = state.get("cfg") or {}
+    model_cfg = cfg.get("model") if hasattr(cfg, "get") else None
+    name = getattr(model_cfg, "_name", None) or (model_cfg.get("_name") if hasattr(model_cfg, "get") else None)
+    if name is None and state.get("args") is not None:
+        name = getattr(state["args"], "arch", None)
+    return ARCH_MODEL_NAME_REGISTRY.get(name, name) or "unknown"
+
+
+def embedded_symbols(model_state: Dict) -> Optional[int]:
+    """Rows of a checkpoint's token embedding (an adaptive input's bands
+    together), or None when it has none of the plugin's."""
+    for key in ("encoder.sentence_encoder.embed_tokens.weight", "decoder.embed_tokens.weight"):
+        if key in model_state:
+            return model_state[key].size(0)
+    bands = [value.size(0) for key, value in model_state.items() if _ADAPTIVE_INPUT_BAND.fullmatch(key)]
+    return sum(bands) if bands else None
+
+
+def _override(state: Dict, overrides: Dict) -> None:
+    """``overrides`` in the checkpoint's configuration, as fairseq's
+    ``load_checkpoint_to_cpu`` applies them."""
+    if state.get("args") is not None:
+        for name, value in overrides.items():
+            setattr(state["args"], name, value)
+    if state.get("cfg") is not None:
+        overwrite_args_by_name(state["cfg"], overrides)
+
+
+def load_checkpoint(path: str, model: str, corpus: str, overrides: Optional[Dict] = None,
+                    corpus_option: str = "data_name_or_path") -> LoadedCheckpoint:
+    """The ``model`` checkpoint at ``path`` with its task set up on ``corpus``
+    (see the module doc); ``overrides`` change its configuration;
+    ``corpus_option`` is how the caller's user named the corpus, for errors."""
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{path}: checkpoint not found")
+    state = checkpoint_utils.load_checkpoint_to_cpu(path)
+    name = checkpoint_model_name(state)
+    if name != model:
+        raise ValueError(f"{path}: this is a {name} checkpoint; {HUB_USES[model]} need a {model} one")
+    task_cfg = state["cfg"]["task"] if state.get("cfg") is not None else vars(state["args"])
+    overrides = {"pretrain_data" if "pretrain_data" in task_cfg else "data": corpus, **(overrides or {})}
+    _override(state, overrides)
+    cfg = convert_namespace_to_omegaconf(state["args"]) if state.get("args") is not None else state["cfg"]
+    task = tasks.setup_task(cfg.task)
+    rows, dictionary = embedded_symbols(state["model"]), task.source_dictionary
+    if rows is not None and rows != len(dictionary):
+        with_mask = f" (with {MASK_SYMBOL})" if MASK_SYMBOL in dictionary.indices else ""
+        raise ValueError(f"{os.path.join(corpus, DICT_FILE)} has {len(dictionary):,} symbols{with_mask} but {path} "
+                         f"embeds {rows:,}: {corpus_option} is not the corpus this model was trained on")
+    models, cfg, task = checkpoint_utils.load_model_ensemble_and_task([path], arg_overrides=overrides, task=task,
+                                                                      state=state)
+    return LoadedCheckpoint(cfg, task, models[0], corpus)
+
+
+def load_pretrained(model: str, model_name_or_path: str, checkpoint_file: str, data_name_or_path: str,
+                    overrides: Dict) -> LoadedCheckpoint:
+    """What ``from_pretrained`` loads: ``model_name_or_path/checkpoint_file``,
+    with the corpus ``data_name_or_path`` (relative to the model directory
+    when it starts with '.')."""
+    corpus = data_name_or_path
+    if corpus.startswith("."):
+        corpus = os.path.abspath(os.path.join(model_name_or_path, corpus))
+    return load_checkpoint(os.path.join(model_name_or_path, checkpoint_file), model, corpus, overrides)

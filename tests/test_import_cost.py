@@ -1,0 +1,14 @@
+"""``fairseq-train --user-dir segatron_fairseq`` imports the plugin: it must not pull in the heavy libraries
+that only some tools use (scipy and scikit-learn for GLUE metrics, matplotlib for plots, transformers for
+the exported remote code)."""
+import subprocess
+import sys
+
+HEAVY = ("scipy", "sklearn", "matplotlib", "transformers")
+
+
+def test_importing_the_plugin_loads_no_heavy_library():
+    code = ("import sys, segatron_fairseq, segatron_fairseq.cli.components; "
+            f"print(sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r})))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]", f"importing segatron_fairseq loaded {out.strip()}"

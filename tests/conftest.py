@@ -8,6 +8,7 @@
   pre-trained tiny model of each kind, for every test that needs "some pre-trained model of kind X".
 """
 import contextlib
+import functools
 import importlib.metadata
 import io
 import logging
@@ -27,6 +28,18 @@ BIN = Path(sys.executable).parent
 LOG_FORMAT = "%(asctime)s | %(levelname)s | %(name)s | %(message)s"  # fairseq's and segatron-preprocess's
 
 
+# the machine's cores shared among the pytest-xdist workers: one thread each for `-n 2` on 2 cores, every core for a
+# test run alone (the memory-heavy ones); the subprocesses the tests start get the same share
+THREADS = max(1, (os.cpu_count() or 1) // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
+
+
+def pytest_configure(config):
+    import torch
+
+    torch.set_num_threads(THREADS)
+
+
+@functools.lru_cache(maxsize=None)
 def _entry_point(name: str):
     found = [e for e in importlib.metadata.entry_points(group="console_scripts") if e.name == name]
     if not found:
@@ -36,25 +49,20 @@ def _entry_point(name: str):
 
 @contextlib.contextmanager
 def _captured_output():
-    """stdout, stderr and the root logger (INFO, fairseq's format) into one buffer; a single thread for torch, as
-    the subprocesses had (OMP_NUM_THREADS=1)."""
-    import torch
-
+    """stdout, stderr and the root logger (INFO, fairseq's format) into one buffer."""
     buffer = io.StringIO()
     root = logging.getLogger()
-    handlers, level, threads = root.handlers[:], root.level, torch.get_num_threads()
+    handlers, level = root.handlers[:], root.level
     handler = logging.StreamHandler(buffer)
     handler.setFormatter(logging.Formatter(LOG_FORMAT, datefmt="%Y-%m-%d %H:%M:%S"))
     root.handlers = [handler]
     root.setLevel(logging.INFO)
-    torch.set_num_threads(1)
     try:
         with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
             yield buffer
     finally:
         root.handlers = handlers
         root.setLevel(level)
-        torch.set_num_threads(threads)
 
 
 def _stop_data_threads() -> None:
@@ -65,10 +73,24 @@ def _stop_data_threads() -> None:
         iterators._stop_consumers()
 
 
+@contextlib.contextmanager
+def _fresh_hydra_version_base():
+    """Hydra's compatibility level as a new process has it (unset): a test that composed a config with
+    ``version_base=None`` set it to 1.3, under which fairseq's ``hydra.experimental.initialize`` refuses to run."""
+    from hydra import version
+
+    base = version.VersionBase.instance()
+    saved, base.version_base = base.version_base, version._UNSPECIFIED_
+    try:
+        yield
+    finally:
+        base.version_base = saved
+
+
 def _run_in_process(name, argv, cwd):
     function = _entry_point(name)
     saved_argv, saved_cwd = sys.argv, os.getcwd()
-    with _captured_output() as buffer:
+    with _captured_output() as buffer, _fresh_hydra_version_base():
         sys.argv = [name, *argv]
         if cwd is not None:
             os.chdir(cwd)
@@ -90,7 +112,7 @@ def _run_in_process(name, argv, cwd):
 
 
 def _run_subprocess(name, argv, cwd):
-    env = dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1")
+    env = dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS=str(THREADS))
     proc = subprocess.run([str(BIN / name), *argv], cwd=cwd, env=env, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True)
     return proc.returncode, proc.stdout

@@ -2,10 +2,13 @@
 import json
 import re
 
+import pytest
+
 from conftest import run_cli
 from corpus import make_documents, write_wikitext
 
 
+@pytest.mark.end_to_end  # segatron-compare-mlm runs fairseq-train and fairseq-validate in subprocesses
 def test_compare_mlm_scores_both_models_with_equal_parameters(tmp_path):
     write_wikitext(tmp_path / "train.txt", make_documents(30, seed=1))
     write_wikitext(tmp_path / "valid.txt", make_documents(5, seed=2))

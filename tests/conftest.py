@@ -87,8 +87,16 @@ def _fresh_hydra_version_base():
         base.version_base = saved
 
 
+# fairseq's commands load data in this process too: a DataLoader worker forked from a process with threads (the test
+# process) can take the 5 s of torch's shutdown timeout to end, each time a run leaves its iterators
+DATA_IN_THIS_PROCESS = {name: ["--num-workers", "0"] for name in ("fairseq-train", "fairseq-eval-lm", "fairseq-generate",
+                                                                  "fairseq-interactive", "fairseq-validate")}
+DATA_IN_THIS_PROCESS["fairseq-hydra-train"] = ["dataset.num_workers=0"]
+
+
 def _run_in_process(name, argv, cwd):
     function = _entry_point(name)
+    argv = argv + DATA_IN_THIS_PROCESS.get(name, [])
     saved_argv, saved_cwd = sys.argv, os.getcwd()
     with _captured_output() as buffer, _fresh_hydra_version_base():
         sys.argv = [name, *argv]
@@ -174,18 +182,6 @@ def write_word_corpus(path, words, documents: int, seed: int = 0) -> None:
                 f.write(" ".join(rng.choice(words) for _ in range(12)) + " .\n")
 
 
-def pretrained_segabert(directory, words, documents: int = 30, updates: int = 10, arch: str = "segabert_tiny"):
-    """``directory``/bin (a lines corpus of ``words``, sentences ending in " .")
-    and ``directory``/ckpt/checkpoint_last.pt, an ``arch`` model trained ``updates`` steps on it."""
-    write_word_corpus(directory / "corpus.txt", words, documents)
-    run_cli("segatron-preprocess", "--input-format", "lines", "--trainpref", directory / "corpus.txt",
-            "--validpref", directory / "corpus.txt", "--destdir", directory / "bin")
-    fairseq_train(directory / "bin", task="segabert_mlm", arch=arch, criterion="masked_lm", save_dir=directory / "ckpt",
-                  extra=["--tokens-per-sample", 32, "--batch-size", 8, "--max-update", updates,
-                         "--no-epoch-checkpoints", "--disable-validation"])
-    return directory
-
-
 # ---- one pre-trained tiny model per kind, per xdist worker ------------------------------------------------------
 
 # every word the fine-tuning tests write (GLUE pairs, STS, RACE, SQuAD), so none is <unk> to the shared models
@@ -212,7 +208,7 @@ def segabert_corpus(tmp_path_factory):
 def _pretrained_segabert_kind(corpus, directory, arch):
     fairseq_train(corpus, task="segabert_mlm", arch=arch, criterion="masked_lm", save_dir=directory, lr=3e-3,
                   extra=["--tokens-per-sample", 32, "--batch-size", 8, "--max-update", 10, "--no-epoch-checkpoints",
-                         "--disable-validation", "--num-workers", 0])
+                         "--disable-validation"])
     return directory / "checkpoint_last.pt"
 
 
@@ -239,8 +235,7 @@ def segatron_xl_trained(tmp_path_factory):
     log = fairseq_train(tmp / "bin", task="segatron_lm", arch="segatron_xl_tiny", criterion="segatron_lm_loss",
                         save_dir=tmp / "ckpt", lr=2e-3,
                         extra=["--batch-size", 4, "--tgt-len", 16, "--max-update", 30, "--no-epoch-checkpoints",
-                               "--log-format", "simple", "--log-interval", 5, "--validate-interval-updates", 10,
-                               "--num-workers", 0])
+                               "--log-format", "simple", "--log-interval", 5, "--validate-interval-updates", 10])
     (tmp / "train.log").write_text(log)
     write_wikitext(tmp / "score.txt", make_documents(3, seed=99))
     write_wikitext(tmp / "other.txt", make_documents(2, seed=98))
@@ -259,6 +254,5 @@ def cross_thought_trained(tmp_path_factory):
             "--validpref", tmp / "corpus.txt", "--destdir", tmp / "bin")
     fairseq_train(tmp / "bin", task="cross_thought_mlm", arch="cross_thought_tiny", criterion="masked_lm",
                   save_dir=tmp / "ckpt", extra=["--num-sequences", 4, "--sequence-length", 16, "--batch-size", 8,
-                                                "--max-update", 10, "--no-epoch-checkpoints", "--disable-validation",
-                                                "--num-workers", 0])
+                                                "--max-update", 10, "--no-epoch-checkpoints", "--disable-validation"])
     return tmp

@@ -94,6 +94,24 @@ def test_curves_and_boundary_plots(trained, tmp_path):
     _check_image(tmp_path / "boundary", 800, 500)
 
 
+def test_loss_by_boundary_groups_every_token_once(trained):
+    """segatron-loss-by-boundary: the last, first and other tokens of sentences partition the split, and the
+    perplexity over all of them is that of token_losses over the stream."""
+    from segatron_fairseq.token_losses import read_stream, token_losses
+
+    checkpoint = trained / "ckpt" / "checkpoint_last.pt"
+    out = run_cli("segatron-loss-by-boundary", checkpoint, "--data", trained / "bin", "--split", "valid",
+                  "--tgt-len", 16)
+    tokens, sentence_starts, paragraph_starts = read_stream(str(trained / "bin" / "valid"))
+    header, _, counts = out.splitlines()[:3]
+    row = out.splitlines()[-1]  # after the log of the checkpoint's loading
+    assert header == f"valid: {len(tokens):,} tokens; ppl by group (tokens)"
+    last, first, other, total = (int(c.replace(",", "")) for c in counts.split())
+    assert last + first + other == total == len(tokens) and min(last, first, other) > 0
+    expected = math.exp(token_losses(str(checkpoint), tokens, sentence_starts, paragraph_starts, 16).mean())
+    assert float(row.split()[-1]) == pytest.approx(expected, abs=0.01)
+
+
 def test_generation_flags_follow_the_binarizer(trained):
     """Tokens pushed one at a time get the sentence / paragraph starts the binarizer gave them in whole
     paragraphs (the generated text's flags follow the training data's rules)."""

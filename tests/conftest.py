@@ -89,8 +89,9 @@ def _fresh_hydra_version_base():
 
 # fairseq's commands load data in this process too: a DataLoader worker forked from a process with threads (the test
 # process) can take the 5 s of torch's shutdown timeout to end, each time a run leaves its iterators
-DATA_IN_THIS_PROCESS = {name: ["--num-workers", "0"] for name in ("fairseq-train", "fairseq-eval-lm", "fairseq-generate",
-                                                                  "fairseq-interactive", "fairseq-validate")}
+DATA_IN_THIS_PROCESS = {name: ["--num-workers", "0"]
+                        for name in ("fairseq-train", "fairseq-eval-lm", "fairseq-generate", "fairseq-interactive",
+                                     "fairseq-validate")}
 DATA_IN_THIS_PROCESS["fairseq-hydra-train"] = ["dataset.num_workers=0"]
 
 

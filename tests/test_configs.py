@@ -193,8 +193,8 @@ def test_cross_thought_mlm_defaults_train_with_fairseq_train(tmp_path):
     run_cli("segatron-preprocess", "--input-format", "lines", "--trainpref", tmp_path / "corpus.txt",
             "--validpref", tmp_path / "corpus.txt", "--destdir", tmp_path / "bin")
     out = fairseq_train(tmp_path / "bin", task="cross_thought_mlm", arch="cross_thought_tiny", criterion="masked_lm",
-                        save_dir=tmp_path / "ckpt", extra=["--max-tokens", 64000, "--max-update", 2,
-                                                           "--disable-validation", "--no-save", "--log-format", "simple"])
+                        save_dir=tmp_path / "ckpt", extra=["--max-tokens", 64000, "--max-update", 2, "--no-save",
+                                                           "--disable-validation", "--log-format", "simple"])
     assert "invalid sizes" not in out and "samples of 500 x 64 tokens" in out and "done training" in out
     assert "train: 3 samples of 500 x 64 tokens" in out  # two full samples and a shorter last one
     assert re.search(r"\| bsz 1\.5 \| num_updates 2 \|", out), out[-2000:]  # batches of 2 and 1 samples

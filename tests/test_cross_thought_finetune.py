@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from conftest import fairseq_train, run_cli
-from corpus import make_documents, write_lines
+from corpus import write_lines
 from segatron_fairseq.criterions.cross_thought_answer_selection import (
     CrossThoughtAnswerSelectionCriterion,
     answer_ranks,

@@ -1,8 +1,23 @@
-"""Shared helpers: run the venv's console scripts and fail with their output."""
+"""Shared helpers and fixtures.
+
+- ``run_cli``: a console script (ours or fairseq's), by default called in this process (its entry point with
+  ``sys.argv`` set, its output and log captured), so a test pays no 3-7 s interpreter start; with
+  ``separate_process=True`` run as a user runs it, in a subprocess (torchrun, distributed runs, exit status).
+- ``fairseq_train``: the one fairseq-train argument block of the plugin's runs.
+- Session-scoped fixtures, built once per xdist worker (``tmp_path_factory``): binarized corpora and one
+  pre-trained tiny model of each kind, for every test that needs "some pre-trained model of kind X".
+"""
+import contextlib
+import functools
+import importlib.metadata
+import io
+import logging
 import os
+import random
 import socket
 import subprocess
 import sys
+import traceback
 from pathlib import Path
 
 import pytest
@@ -10,18 +25,128 @@ from segatron_fairseq import PLUGIN_DIR  # noqa: F401  (the --user-dir of every 
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
+LOG_FORMAT = "%(asctime)s | %(levelname)s | %(name)s | %(message)s"  # fairseq's and segatron-preprocess's
 
 
-def run_cli(name, *args, cwd=None, expect_ok=True):
-    """Run console script ``name`` from the venv; return its combined output."""
-    cmd = [str(BIN / name), *map(str, args)]
-    env = dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1")
-    proc = subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    if expect_ok and proc.returncode != 0:
-        pytest.fail(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stdout[-6000:]}")
-    if not expect_ok and proc.returncode == 0:
-        pytest.fail(f"{' '.join(cmd)} succeeded but should have failed:\n{proc.stdout[-3000:]}")
-    return proc.stdout
+# the machine's cores shared among the pytest-xdist workers: one thread each for `-n 2` on 2 cores, every core for a
+# test run alone (the memory-heavy ones); the subprocesses the tests start get the same share
+THREADS = max(1, (os.cpu_count() or 1) // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
+
+
+def pytest_configure(config):
+    import torch
+
+    torch.set_num_threads(THREADS)
+
+
+@functools.lru_cache(maxsize=None)
+def _entry_point(name: str):
+    found = [e for e in importlib.metadata.entry_points(group="console_scripts") if e.name == name]
+    if not found:
+        raise LookupError(f"no console script {name!r} is installed")
+    return found[0].load()
+
+
+@contextlib.contextmanager
+def _captured_output():
+    """stdout, stderr and the root logger (INFO, fairseq's format) into one buffer."""
+    buffer = io.StringIO()
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    handler = logging.StreamHandler(buffer)
+    handler.setFormatter(logging.Formatter(LOG_FORMAT, datefmt="%Y-%m-%d %H:%M:%S"))
+    root.handlers = [handler]
+    root.setLevel(logging.INFO)
+    try:
+        with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
+            yield buffer
+    finally:
+        root.handlers = handlers
+        root.setLevel(level)
+
+
+def _stop_data_threads() -> None:
+    """fairseq's prefetching threads of a run that stopped mid-epoch (--max-update) would hold their DataLoader
+    workers until exit; the patched fairseq stops them at exit, here after each run."""
+    iterators = sys.modules.get("fairseq.data.iterators")
+    if iterators is not None:
+        iterators._stop_consumers()
+
+
+@contextlib.contextmanager
+def _fresh_hydra_version_base():
+    """Hydra's compatibility level as a new process has it (unset): a test that composed a config with
+    ``version_base=None`` set it to 1.3, under which fairseq's ``hydra.experimental.initialize`` refuses to run."""
+    from hydra import version
+
+    base = version.VersionBase.instance()
+    saved, base.version_base = base.version_base, version._UNSPECIFIED_
+    try:
+        yield
+    finally:
+        base.version_base = saved
+
+
+# fairseq's commands load data in this process too: a DataLoader worker forked from a process with threads (the test
+# process) can take the 5 s of torch's shutdown timeout to end, each time a run leaves its iterators
+DATA_IN_THIS_PROCESS = {name: ["--num-workers", "0"]
+                        for name in ("fairseq-train", "fairseq-eval-lm", "fairseq-generate", "fairseq-interactive",
+                                     "fairseq-validate")}
+DATA_IN_THIS_PROCESS["fairseq-hydra-train"] = ["dataset.num_workers=0"]
+
+
+def _run_in_process(name, argv, cwd):
+    function = _entry_point(name)
+    argv = argv + DATA_IN_THIS_PROCESS.get(name, [])
+    saved_argv, saved_cwd = sys.argv, os.getcwd()
+    with _captured_output() as buffer, _fresh_hydra_version_base():
+        sys.argv = [name, *argv]
+        if cwd is not None:
+            os.chdir(cwd)
+        try:
+            function()
+            code = 0
+        except SystemExit as stop:
+            code = stop.code if isinstance(stop.code, int) else int(stop.code is not None)
+            if isinstance(stop.code, str):
+                print(stop.code, file=sys.stderr)
+        except Exception:  # what the interpreter would print before exiting 1
+            traceback.print_exc()
+            code = 1
+        finally:
+            sys.argv = saved_argv
+            os.chdir(saved_cwd)
+            _stop_data_threads()
+    return code, buffer.getvalue()
+
+
+def _run_subprocess(name, argv, cwd):
+    env = dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS=str(THREADS))
+    proc = subprocess.run([str(BIN / name), *argv], cwd=cwd, env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True)
+    return proc.returncode, proc.stdout
+
+
+def run_cli(name, *args, cwd=None, expect_ok=True, separate_process=False):
+    """Run console script ``name`` with ``args``; return its combined output (stdout, stderr, log)."""
+    argv = list(map(str, args))
+    code, out = (_run_subprocess if separate_process else _run_in_process)(name, argv, cwd)
+    command = " ".join([name, *argv])
+    if expect_ok and code != 0:
+        pytest.fail(f"{command} exited {code}:\n{out[-6000:]}")
+    if not expect_ok and code == 0:
+        pytest.fail(f"{command} succeeded but should have failed:\n{out[-3000:]}")
+    return out
+
+
+def fairseq_train(data, *, task, arch, criterion, save_dir, lr=1e-3, extra=(), expect_ok=True,
+                  command=("fairseq-train",), separate_process=False):
+    """fairseq-train of the plugin on ``data`` (adam at ``lr``, on the CPU, into ``save_dir``); ``extra``: the
+    run's own options. ``command``: the launcher and its options, e.g. ``("torchrun", ..., "-m",
+    "fairseq_cli.train")``."""
+    return run_cli(*command, data, "--user-dir", PLUGIN_DIR, "--task", task, "--arch", arch, "--criterion",
+                   criterion, "--optimizer", "adam", "--lr", lr, "--save-dir", save_dir, "--cpu", *extra,
+                   expect_ok=expect_ok, separate_process=separate_process)
 
 
 def binarized_wikitext(directory, train_documents: int, valid_documents: int, seed: int):
@@ -47,22 +172,88 @@ def cli():
     return run_cli
 
 
-def pretrained_segabert(directory, words, documents: int = 30, updates: int = 10, arch: str = "segabert_tiny"):
-    """``directory``/bin (a lines corpus of ``words``, sentences ending in " .")
-    and ``directory``/ckpt/checkpoint_last.pt, an ``arch`` model trained ``updates`` steps on it."""
-    import random
-
-    rng = random.Random(0)
-    with open(directory / "corpus.txt", "w") as f:
+def write_word_corpus(path, words, documents: int, seed: int = 0) -> None:
+    """A lines corpus: ``documents`` documents of 4 sentences of 12 of ``words`` each, ending in " ."."""
+    rng = random.Random(seed)
+    with open(path, "w") as f:
         for d in range(documents):
             if d:
                 f.write("\n")
             for _ in range(4):
                 f.write(" ".join(rng.choice(words) for _ in range(12)) + " .\n")
-    run_cli("segatron-preprocess", "--input-format", "lines", "--trainpref", directory / "corpus.txt",
-            "--validpref", directory / "corpus.txt", "--destdir", directory / "bin")
-    run_cli("fairseq-train", directory / "bin", "--user-dir", PLUGIN_DIR, "--task", "segabert_mlm", "--criterion",
-            "masked_lm", "--arch", arch, "--tokens-per-sample", 32, "--batch-size", 8, "--optimizer",
-            "adam", "--lr", 1e-3, "--max-update", updates, "--save-dir", directory / "ckpt", "--no-epoch-checkpoints",
-            "--cpu", "--disable-validation")
-    return directory
+
+
+# ---- one pre-trained tiny model per kind, per xdist worker ------------------------------------------------------
+
+# every word the fine-tuning tests write (GLUE pairs, STS, RACE, SQuAD), so none is <unk> to the shared models
+FINETUNING_WORDS = ([f"w{i}" for i in range(12)] + ["key"] +
+                    "the crab lives near a reef it hides under ledge fish swim far away".split() +
+                    "Tom has red ball plays in park His sister cat The It".split())
+
+
+@pytest.fixture(scope="session")
+def segabert_corpus(tmp_path_factory):
+    """A lines corpus binarized (``bin``): the generated lobster documents (the hub tests' text) and documents of
+    FINETUNING_WORDS."""
+    from corpus import make_documents, write_lines
+
+    tmp = tmp_path_factory.mktemp("segabert_corpus")
+    write_lines(tmp / "lobster.txt", make_documents(30, seed=51))
+    write_word_corpus(tmp / "words.txt", FINETUNING_WORDS, 30)
+    (tmp / "corpus.txt").write_text((tmp / "lobster.txt").read_text() + "\n" + (tmp / "words.txt").read_text())
+    run_cli("segatron-preprocess", "--input-format", "lines", "--trainpref", tmp / "corpus.txt",
+            "--validpref", tmp / "words.txt", "--destdir", tmp / "bin")
+    return tmp / "bin"
+
+
+def _pretrained_segabert_kind(corpus, directory, arch):
+    fairseq_train(corpus, task="segabert_mlm", arch=arch, criterion="masked_lm", save_dir=directory, lr=3e-3,
+                  extra=["--tokens-per-sample", 32, "--batch-size", 8, "--max-update", 10, "--no-epoch-checkpoints",
+                         "--disable-validation"])
+    return directory / "checkpoint_last.pt"
+
+
+@pytest.fixture(scope="session")
+def segabert_checkpoint(segabert_corpus, tmp_path_factory):
+    """segabert_tiny after 10 updates on ``segabert_corpus`` (32 tokens per sample)."""
+    return _pretrained_segabert_kind(segabert_corpus, tmp_path_factory.mktemp("segabert"), "segabert_tiny")
+
+
+@pytest.fixture(scope="session")
+def segabert_bert_checkpoint(segabert_corpus, tmp_path_factory):
+    """segabert_bert_tiny (the BERT baseline: positions, no index tables) after 10 updates on ``segabert_corpus``."""
+    return _pretrained_segabert_kind(segabert_corpus, tmp_path_factory.mktemp("segabert_bert"), "segabert_bert_tiny")
+
+
+@pytest.fixture(scope="session")
+def segatron_xl_trained(tmp_path_factory):
+    """A WikiText corpus (``bin``, 30 documents and 4 for valid), segatron_xl_tiny trained 30 updates on it
+    (``ckpt/checkpoint_last.pt``, its log ``train.log``: train every 5 updates, valid every 10), and two texts
+    to score (``score.txt``, ``other.txt``)."""
+    from corpus import make_documents, write_wikitext
+
+    tmp = binarized_wikitext(tmp_path_factory.mktemp("segatron_xl"), 30, 4, seed=41)
+    log = fairseq_train(tmp / "bin", task="segatron_lm", arch="segatron_xl_tiny", criterion="segatron_lm_loss",
+                        save_dir=tmp / "ckpt", lr=2e-3,
+                        extra=["--batch-size", 4, "--tgt-len", 16, "--max-update", 30, "--no-epoch-checkpoints",
+                               "--log-format", "simple", "--log-interval", 5, "--validate-interval-updates", 10])
+    (tmp / "train.log").write_text(log)
+    write_wikitext(tmp / "score.txt", make_documents(3, seed=99))
+    write_wikitext(tmp / "other.txt", make_documents(2, seed=98))
+    return tmp
+
+
+@pytest.fixture(scope="session")
+def cross_thought_trained(tmp_path_factory):
+    """A lines corpus (``bin``, 30 documents) and cross_thought_tiny pre-trained 10 updates on it
+    (``ckpt/checkpoint_last.pt``; samples of 4 sequences of 16 tokens)."""
+    from corpus import make_documents, write_lines
+
+    tmp = tmp_path_factory.mktemp("cross_thought")
+    write_lines(tmp / "corpus.txt", make_documents(30, seed=31))
+    run_cli("segatron-preprocess", "--input-format", "lines", "--trainpref", tmp / "corpus.txt",
+            "--validpref", tmp / "corpus.txt", "--destdir", tmp / "bin")
+    fairseq_train(tmp / "bin", task="cross_thought_mlm", arch="cross_thought_tiny", criterion="masked_lm",
+                  save_dir=tmp / "ckpt", extra=["--num-sequences", 4, "--sequence-length", 16, "--batch-size", 8,
+                                                "--max-update", 10, "--no-epoch-checkpoints", "--disable-validation"])
+    return tmp

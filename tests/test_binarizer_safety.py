@@ -11,7 +11,7 @@ import time
 import numpy as np
 import pytest
 
-from conftest import BIN, PLUGIN_DIR, binarized_wikitext, run_cli
+from conftest import BIN, binarized_wikitext, fairseq_train, run_cli
 from corpus import make_documents, write_jsonl, write_lines, write_wikitext
 
 
@@ -209,6 +209,7 @@ def _wait_gone(pids, seconds=10):
     return [p for p in pids if _alive(p)]
 
 
+@pytest.mark.end_to_end
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_sigterm_and_sigint_stop_workers_and_remove_temporary_files(long_input, corpus, tmp_path, signum):
     dest = tmp_path / "dest"
@@ -225,6 +226,7 @@ def test_sigterm_and_sigint_stop_workers_and_remove_temporary_files(long_input, 
     assert snapshot(dest) == {"keep.txt": b"unrelated\n"}
 
 
+@pytest.mark.end_to_end
 def test_after_sigkill_workers_exit_and_the_next_run_removes_the_abandoned_directory(long_input, corpus, tmp_path):
     dest = tmp_path / "dest"
     proc, workers = _start_long_run(long_input, corpus, dest)
@@ -330,10 +332,10 @@ def test_authors_stream_style(corpus, tmp_path):
     assert paragraph[first].tolist() == list(range(len(ours)))  # never reset, across chunks and documents
     assert json.loads((dest / "segatron_preprocess.json").read_text())["stream_style"] == "authors"
     # the authors' setup end to end: their stream and their window_end distances
-    out = run_cli("fairseq-train", dest, "--user-dir", PLUGIN_DIR, "--task", "segatron_lm", "--arch",
-                  "segatron_xl_tiny", "--segment-distance-origin", "window_end", "--criterion", "segatron_lm_loss",
-                  "--optimizer", "adam", "--lr", "1e-3", "--batch-size", 2, "--tgt-len", 16, "--max-update", 2,
-                  "--cpu", "--no-save", "--log-format", "simple")
+    out = fairseq_train(dest, task="segatron_lm", arch="segatron_xl_tiny", criterion="segatron_lm_loss",
+                        save_dir=tmp_path / "ckpt", extra=["--segment-distance-origin", "window_end", "--batch-size", 2,
+                                                       "--tgt-len", 16, "--max-update", 2, "--no-save",
+                                                       "--log-format", "simple"])
     assert "done training" in out and "'segment_distance_origin': window_end" in out
     refused("--input-format", "wikitext", "--testpref", corpus / "valid.txt", "--destdir", dest,
             expect="was binarized with --stream-style authors, this run asks for --stream-style fairseq")

@@ -2,10 +2,13 @@
 import json
 import re
 
+import pytest
+
 from conftest import run_cli
 from corpus import make_documents, write_wikitext
 
 
+@pytest.mark.end_to_end  # segatron-compare-mlm runs fairseq-train and fairseq-validate in subprocesses
 def test_compare_mlm_scores_both_models_with_equal_parameters(tmp_path):
     write_wikitext(tmp_path / "train.txt", make_documents(30, seed=1))
     write_wikitext(tmp_path / "valid.txt", make_documents(5, seed=2))
@@ -23,3 +26,18 @@ def test_compare_mlm_scores_both_models_with_equal_parameters(tmp_path):
     assert results[0]["params"] == results[1]["params"]  # 406 index rows against 406 position rows
     state_files = sorted(p.name for p in (tmp_path / "runs" / "bert").glob("checkpoint_*_*.pt"))
     assert state_files == ["checkpoint_1_2.pt"]  # and checkpoint_last.pt after 4 updates: one epoch of 4 batches
+
+
+def test_scores_read_the_checkpoint_of_each_interval(tmp_path):
+    """One epoch of max_update batches: the interval checkpoints, then checkpoint_last.pt; a checkpoint holding
+    another update count is refused by name."""
+    import torch
+
+    from segatron_fairseq.cli.compare_mlm import checkpoint_at
+
+    for name, updates in (("checkpoint_1_2.pt", 2), ("checkpoint_1_4.pt", 3), ("checkpoint_last.pt", 6)):
+        torch.save({"optimizer_history": [{"num_updates": updates}]}, tmp_path / name)
+    assert checkpoint_at(str(tmp_path), 2, 6) == str(tmp_path / "checkpoint_1_2.pt")
+    assert checkpoint_at(str(tmp_path), 6, 6) == str(tmp_path / "checkpoint_last.pt")
+    with pytest.raises(SystemExit, match=r"checkpoint_1_4\.pt holds the model after 3 updates, not 4"):
+        checkpoint_at(str(tmp_path), 4, 6)

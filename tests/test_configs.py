@@ -7,7 +7,7 @@ import torch
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from conftest import PLUGIN_DIR, ROOT, run_cli
+from conftest import PLUGIN_DIR, ROOT, fairseq_train, run_cli
 from corpus import make_documents, write_lines, write_wikitext
 from segatron_fairseq.models.segatron_xl_presets import MODEL_PRESETS, SEGMENT_PARTS, TRAINING_PRESETS
 
@@ -66,6 +66,7 @@ def test_architectures_apply_their_preset(arch, preset, model):
         assert getattr(defaults, key) == MODEL_PRESETS["wt103_base"][key], key
 
 
+@pytest.mark.end_to_end
 def test_tiny_segatron_config_trains_with_hydra(tmp_path):
     write_wikitext(tmp_path / "train.txt", make_documents(20, seed=4))
     run_cli("segatron-preprocess", "--input-format", "wikitext", "--trainpref", tmp_path / "train.txt",
@@ -79,6 +80,7 @@ def test_tiny_segatron_config_trains_with_hydra(tmp_path):
     assert state["cfg"]["model"]["_name"] == "segatron_xl"
 
 
+@pytest.mark.end_to_end
 def test_prepare_wikitext103_script(tmp_path):
     import subprocess
 
@@ -113,6 +115,7 @@ def test_segabert_configs_carry_the_paper_optimisation(name, arch, steps):
     assert cfg.task.tokens_per_sample == 512 and cfg.task.mask_prob == 0.15
 
 
+@pytest.mark.end_to_end
 def test_tiny_segabert_config_trains_with_hydra(tmp_path):
     write_wikitext(tmp_path / "train.txt", make_documents(20, seed=4))
     run_cli("segatron-preprocess", "--input-format", "wikitext", "--trainpref", tmp_path / "train.txt",
@@ -126,6 +129,7 @@ def test_tiny_segabert_config_trains_with_hydra(tmp_path):
     assert "encoder.segment_embeddings.paragraph.weight" in state["model"]
 
 
+@pytest.mark.end_to_end
 def test_prepare_wikipedia_script_reads_wikiextractor_json(tmp_path):
     import json
     import subprocess
@@ -159,6 +163,7 @@ def test_cross_thought_config_carries_the_paper_settings():
     assert 16 * cfg.dataset.batch_size * cfg.optimization.update_freq[0] == 128  # the comment's 16 GPUs
 
 
+@pytest.mark.end_to_end
 def test_cross_thought_base_config_pretrains_at_500_x_64(tmp_path):
     """The shipped yaml's task and dataset settings (500 sequences of 64 tokens, 5 special tokens, its
     batch size), only the model narrowed: 2 updates on CPU. A sample (32,000 tokens) is far above the
@@ -179,6 +184,7 @@ def test_cross_thought_base_config_pretrains_at_500_x_64(tmp_path):
     assert state["cfg"]["model"]["num_special_tokens"] == 5 and state["cfg"]["dataset"]["batch_size"] == 2
 
 
+@pytest.mark.end_to_end
 def test_cross_thought_mlm_defaults_train_with_fairseq_train(tmp_path):
     """`fairseq-train --task cross_thought_mlm --arch cross_thought_tiny` with the task's defaults (500 x 64);
     --max-tokens counts every token of a sample: 64,000 tokens hold 2 samples of 32,000, so the 3 samples
@@ -186,10 +192,9 @@ def test_cross_thought_mlm_defaults_train_with_fairseq_train(tmp_path):
     write_lines(tmp_path / "corpus.txt", make_documents(400, seed=5))
     run_cli("segatron-preprocess", "--input-format", "lines", "--trainpref", tmp_path / "corpus.txt",
             "--validpref", tmp_path / "corpus.txt", "--destdir", tmp_path / "bin")
-    out = run_cli("fairseq-train", tmp_path / "bin", "--user-dir", PLUGIN_DIR, "--task", "cross_thought_mlm",
-                  "--arch", "cross_thought_tiny", "--criterion", "masked_lm", "--max-tokens", 64000, "--max-update", 2,
-                  "--optimizer", "adam", "--lr", 1e-3, "--save-dir", tmp_path / "ckpt", "--disable-validation",
-                  "--no-save", "--cpu", "--log-format", "simple")
+    out = fairseq_train(tmp_path / "bin", task="cross_thought_mlm", arch="cross_thought_tiny", criterion="masked_lm",
+                        save_dir=tmp_path / "ckpt", extra=["--max-tokens", 64000, "--max-update", 2, "--no-save",
+                                                           "--disable-validation", "--log-format", "simple"])
     assert "invalid sizes" not in out and "samples of 500 x 64 tokens" in out and "done training" in out
     assert "train: 3 samples of 500 x 64 tokens" in out  # two full samples and a shorter last one
     assert re.search(r"\| bsz 1\.5 \| num_updates 2 \|", out), out[-2000:]  # batches of 2 and 1 samples
@@ -215,8 +220,10 @@ def wt103_sized_corpus(tmp_path_factory):
     return tmp / "bin"
 
 
-# the large yamls take over 10 GB at 128 x 384 tokens: scripts/test.sh runs them alone, one at a time; the base
-# ones (about 3 GB) run with the rest
+# the large yamls take about 17.5 GB at 128 x 384 tokens (the adaptive softmax's head: 49,152 tokens x 20,003
+# logits, 3.9 GB a tensor, in the forward and backward passes): scripts/test.sh runs them alone, one at a time,
+# on every core; the base ones (about 3.3 GB) run with the rest
+@pytest.mark.end_to_end
 @pytest.mark.parametrize("name,preset,model", [
     pytest.param(*config, marks=[pytest.mark.memory_heavy] if config[1] == "wt103_large" else [])
     for config in WT103_CONFIGS])

@@ -10,7 +10,7 @@ import torch
 from fairseq.data import Dictionary
 from fairseq.models import ARCH_CONFIG_REGISTRY
 
-from conftest import PLUGIN_DIR, ROOT, run_cli
+from conftest import ROOT, fairseq_train, run_cli
 from corpus import make_documents, write_wikitext
 from segatron_fairseq.models.cross_thought import CrossThoughtModel
 
@@ -134,15 +134,16 @@ def test_without_the_cross_layer_sequences_do_not_see_each_other():
     assert different.abs().max() > 1e-3
 
 
+@pytest.mark.end_to_end
 def test_pretraining_runs_with_fairseq_train(tmp_path):
     write_wikitext(tmp_path / "train.txt", make_documents(20, seed=8))
     run_cli("segatron-preprocess", "--input-format", "wikitext", "--trainpref", tmp_path / "train.txt",
             "--validpref", tmp_path / "train.txt", "--destdir", tmp_path / "bin")
-    out = run_cli("fairseq-train", tmp_path / "bin", "--user-dir", PLUGIN_DIR, "--task", "cross_thought_mlm",
-                  "--arch", "cross_thought_tiny", "--criterion", "masked_lm", "--num-sequences", 6,
-                  "--sequence-length", 16, "--batch-size", 4, "--max-update", 8, "--optimizer", "adam",
-                  "--lr", 1e-3, "--save-dir", tmp_path / "ckpt", "--no-epoch-checkpoints", "--cpu",
-                  "--log-format", "simple", "--log-interval", 4)
+    out = fairseq_train(tmp_path / "bin", task="cross_thought_mlm", arch="cross_thought_tiny", criterion="masked_lm",
+                        save_dir=tmp_path / "ckpt", extra=["--num-sequences", 6, "--sequence-length", 16,
+                                                           "--batch-size", 4, "--max-update", 8,
+                                                           "--no-epoch-checkpoints", "--log-format", "simple",
+                                                           "--log-interval", 4])
     assert "samples of 6 x 16 tokens" in out and "num_updates 8" in out
 
 
@@ -161,6 +162,7 @@ def test_init_std_scales_berts_initialisation():
     assert base.init_std == 0.02  # BERT's
 
 
+@pytest.mark.end_to_end
 def test_cross_sequence_layer_recovers_a_word_seen_only_in_other_sequences(tmp_path):
     """The measured result of scripts/cross_thought_synthetic.py: a value masked in one sequence is
     shown only by the other sequences of its sample; with the cross-sequence layer the tiny model

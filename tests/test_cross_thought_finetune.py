@@ -8,8 +8,8 @@ import re
 import pytest
 import torch
 
-from conftest import PLUGIN_DIR, run_cli
-from corpus import make_documents, write_lines
+from conftest import fairseq_train, run_cli
+from corpus import write_lines
 from segatron_fairseq.criterions.cross_thought_answer_selection import (
     CrossThoughtAnswerSelectionCriterion,
     answer_ranks,
@@ -37,24 +37,23 @@ def test_answer_selection_loss_and_metrics_by_hand():
     assert log["hits_at_1"] == 1 and log["hits_at_k"] == 1 and log["reciprocal_rank"] == pytest.approx(2.0)
 
 
-@pytest.fixture(scope="module")
-def pretrained(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("cross_thought")
-    write_lines(tmp / "corpus.txt", make_documents(30, seed=31))
-    run_cli("segatron-preprocess", "--input-format", "lines", "--trainpref", tmp / "corpus.txt",
-            "--validpref", tmp / "corpus.txt", "--destdir", tmp / "bin")
-    run_cli("fairseq-train", tmp / "bin", "--user-dir", PLUGIN_DIR, "--task", "cross_thought_mlm", "--arch",
-            "cross_thought_tiny", "--criterion", "masked_lm", "--num-sequences", 4, "--sequence-length", 16,
-            "--batch-size", 8, "--optimizer", "adam", "--lr", 1e-3, "--max-update", 10, "--save-dir",
-            tmp / "ckpt", "--no-epoch-checkpoints", "--disable-validation", "--cpu")
-    return tmp
+@pytest.fixture(scope="session")
+def pretrained(cross_thought_trained):
+    return cross_thought_trained
 
 
-FINETUNE = ["--user-dir", PLUGIN_DIR, "--arch", "cross_thought_tiny", "--reset-optimizer", "--reset-dataloader",
-            "--reset-meters", "--reset-lr-scheduler", "--optimizer", "adam", "--lr", 1e-3, "--no-save",
-            "--log-format", "simple", "--cpu", "--seed", 1]
+FINETUNE = ["--reset-optimizer", "--reset-dataloader", "--reset-meters", "--reset-lr-scheduler", "--no-save",
+            "--log-format", "simple", "--seed", 1]
 
 
+def _finetune(data, pretrained, task, criterion, save_dir, *extra):
+    """fairseq-train of ``task`` from the pre-trained cross_thought_tiny."""
+    return fairseq_train(data, task=task, arch="cross_thought_tiny", criterion=criterion, save_dir=save_dir,
+                         extra=[*FINETUNE, "--pretrain-data", pretrained / "bin", "--restore-file",
+                                pretrained / "ckpt" / "checkpoint_last.pt", *extra])
+
+
+@pytest.mark.end_to_end
 def test_answer_selection_finetuning_learns_to_rank(pretrained, tmp_path):
     rng = random.Random(0)
     words = [f"w{i}" for i in range(8)]
@@ -70,10 +69,8 @@ def test_answer_selection_finetuning_learns_to_rank(pretrained, tmp_path):
                 candidates[answer] = f"{words[topic]} {candidates[answer]}"
                 f.write(json.dumps({"question": f"about {words[topic]}", "candidates": candidates,
                                     "answer": answer}) + "\n")
-    out = run_cli("fairseq-train", data, *FINETUNE, "--task", "cross_thought_answer_selection", "--pretrain-data",
-                  pretrained / "bin", "--criterion", "cross_thought_answer_selection", "--recall-k", 2,
-                  "--restore-file", pretrained / "ckpt" / "checkpoint_last.pt", "--batch-size", 16,
-                  "--max-epoch", 10, "--save-dir", tmp_path / "ft")
+    out = _finetune(data, pretrained, "cross_thought_answer_selection", "cross_thought_answer_selection",
+                    tmp_path / "ft", "--recall-k", 2, "--batch-size", 16, "--max-epoch", 10)
     assert "Loaded checkpoint" in out
     valid = re.findall(r"valid on 'valid' subset \| loss ([0-9.]+) .*?recall_at_1 ([0-9.]+) \| recall_at_k ([0-9.]+) "
                        r"\| mrr ([0-9.]+)", out)
@@ -93,11 +90,9 @@ def test_pair_classification_flattens_2n_cross_states(pretrained, tmp_path):
                 label = rng.choice(["same", "other"])
                 a = f"w{rng.randrange(9)} w{rng.randrange(9)}"
                 f.write(f"{k}\t{a}\t{a if label == 'same' else 'w9 w9'}\t{label}\n")
-    out = run_cli("fairseq-train", data, *FINETUNE, "--task", "cross_thought_pair_classification",
-                  "--pretrain-data", pretrained / "bin", "--text-columns", "1,2", "--label-column", 3, "--header",
-                  "--metrics", "accuracy,f1", "--criterion", "sentence_prediction_metrics", "--restore-file",
-                  pretrained / "ckpt" / "checkpoint_last.pt", "--batch-size", 8, "--max-epoch", 2,
-                  "--save-dir", tmp_path / "ft")
+    out = _finetune(data, pretrained, "cross_thought_pair_classification", "sentence_prediction_metrics",
+                    tmp_path / "ft", "--text-columns", "1,2", "--label-column", 3, "--header", "--metrics",
+                    "accuracy,f1", "--batch-size", 8, "--max-epoch", 2)
     assert "labels ['other', 'same']" in out and re.search(r"valid on 'valid' subset .*accuracy [0-9.]+ .*f1", out)
     assert "Linear(in_features=640, out_features=2" in out  # 2 sequences x 5 special tokens x 64
 
@@ -118,11 +113,9 @@ def test_answer_selection_runs_with_100_candidates_and_long_texts(pretrained, tm
     long_texts = sum(len(c.split()) > 64 for split in ("train", "valid")
                      for line in (data / f"{split}.jsonl").read_text().splitlines()
                      for c in json.loads(line)["candidates"])
-    out = run_cli("fairseq-train", data, *FINETUNE, "--task", "cross_thought_answer_selection", "--pretrain-data",
-                  pretrained / "bin", "--criterion", "cross_thought_answer_selection", "--recall-k", 10,
-                  "--max-sequence-length", 64, "--encoder-chunk-sequences", 32, "--restore-file",
-                  pretrained / "ckpt" / "checkpoint_last.pt", "--batch-size", 4, "--max-update", 2,
-                  "--save-dir", tmp_path / "ft")
+    out = _finetune(data, pretrained, "cross_thought_answer_selection", "cross_thought_answer_selection",
+                    tmp_path / "ft", "--recall-k", 10, "--max-sequence-length", 64, "--encoder-chunk-sequences", 32,
+                    "--batch-size", 4, "--max-update", 2)
     assert "invalid sizes" not in out
     cut = [int(n.replace(",", "")) for n in re.findall(r"100 to 100 per question\) from .*?; ([0-9,]+) texts cut", out)]
     assert len(cut) == 2 and sum(cut) == long_texts > 0
@@ -139,11 +132,9 @@ def test_pair_classification_cuts_each_text_and_drops_no_pair(pretrained, tmp_pa
             for k in range(n):
                 a = " ".join(f"w{rng.randrange(9)}" for _ in range(150 if k % 2 else 10))
                 f.write(f"{a}\t{a}\t{k % 2}\n")
-    out = run_cli("fairseq-train", data, *FINETUNE, "--task", "cross_thought_pair_classification",
-                  "--pretrain-data", pretrained / "bin", "--text-columns", "0,1", "--label-column", 2,
-                  "--max-sequence-length", 100, "--criterion", "sentence_prediction_metrics", "--restore-file",
-                  pretrained / "ckpt" / "checkpoint_last.pt", "--batch-size", 6, "--max-epoch", 1,
-                  "--save-dir", tmp_path / "ft")
+    out = _finetune(data, pretrained, "cross_thought_pair_classification", "sentence_prediction_metrics",
+                    tmp_path / "ft", "--text-columns", "0,1", "--label-column", 2, "--max-sequence-length", 100,
+                    "--batch-size", 6, "--max-epoch", 1)
     assert "invalid sizes" not in out
     assert "train: 12 pairs from" in out and "; 12 texts cut to --max-sequence-length 100" in out
     assert "valid: 6 pairs from" in out and "; 6 texts cut" in out
@@ -277,10 +268,9 @@ def test_rank_command_errors(pretrained, rank_files, tmp_path):
                      r"corpus this model was trained on", out)
 
     # a checkpoint of another model
-    run_cli("fairseq-train", pretrained / "bin", "--user-dir", PLUGIN_DIR, "--task", "segatron_lm", "--arch",
-            "segatron_xl_tiny", "--criterion", "segatron_lm_loss", "--batch-size", 2, "--tgt-len", 8, "--optimizer",
-            "adam", "--lr", 1e-3, "--max-update", 1, "--save-dir", tmp_path / "xl", "--no-epoch-checkpoints",
-            "--disable-validation", "--cpu")
+    fairseq_train(pretrained / "bin", task="segatron_lm", arch="segatron_xl_tiny", criterion="segatron_lm_loss",
+                  save_dir=tmp_path / "xl", extra=["--batch-size", 2, "--tgt-len", 8, "--max-update", 1,
+                                                   "--no-epoch-checkpoints", "--disable-validation"])
     xl = tmp_path / "xl" / "checkpoint_last.pt"
     out = run_cli("cross-thought-rank", *[xl if a == pretrained / "ckpt" / "checkpoint_last.pt" else a for a in args],
                   expect_ok=False)

@@ -4,7 +4,7 @@ exported tokenizer gives the ids our text encoder gives."""
 import pytest
 import torch
 
-from conftest import run_cli
+from conftest import fairseq_train, run_cli
 from test_huggingface_importers import _hf_bert
 from test_wordpiece import SEGABERT, TEXT
 
@@ -98,7 +98,6 @@ def _cross_thought_checkpoint(tmp_path, native):
     """The imported authors' layout (shared special embedding and cross layer), or a model of ours with N special
     embeddings, two cross layers per special index and --cross-mask-self, after one update; dict.txt w0..w19 and
     a corpus of those words."""
-    from conftest import PLUGIN_DIR
     from test_cross_thought_import import WORDS, _their_checkpoint
 
     (tmp_path / "dict.txt").write_text("".join(f"{w} {100 - i}\n" for i, w in enumerate(WORDS)))
@@ -110,10 +109,10 @@ def _cross_thought_checkpoint(tmp_path, native):
         run_cli("segatron-import", "authors-cross-thought", "--checkpoint", tmp_path / "ct.pt", "--dict",
                 tmp_path / "dict.txt", "--out", tmp_path / "model")
         return tmp_path / "model" / "checkpoint.pt"
-    run_cli("fairseq-train", tmp_path / "bin", "--user-dir", PLUGIN_DIR, "--task", "cross_thought_mlm", "--arch",
-            "cross_thought_tiny", "--cross-layers", 2, "--cross-mask-self", "--max-positions", 40, "--num-sequences",
-            4, "--sequence-length", 7, "--criterion", "masked_lm", "--optimizer", "adam", "--lr", "1e-2", "--cpu",
-            "--batch-size", 2, "--max-update", 1, "--save-dir", tmp_path / "model", "--no-epoch-checkpoints")
+    fairseq_train(tmp_path / "bin", task="cross_thought_mlm", arch="cross_thought_tiny", criterion="masked_lm",
+                  save_dir=tmp_path / "model", lr=1e-2,
+                  extra=["--cross-layers", 2, "--cross-mask-self", "--max-positions", 40, "--num-sequences", 4,
+                         "--sequence-length", 7, "--batch-size", 2, "--max-update", 1, "--no-epoch-checkpoints"])
     return tmp_path / "model" / "checkpoint_last.pt"
 
 
@@ -151,17 +150,16 @@ def test_sentencepiece_corpus_exports_a_tokenizer_with_our_ids(tmp_path):
     dictionary, remote code) gives hub.encode's ids and token types, text and pairs, <mask> kept whole."""
     from transformers import AutoModelForMaskedLM, AutoTokenizer
 
-    from conftest import PLUGIN_DIR
     from corpus import make_documents, write_wikitext
 
     write_wikitext(tmp_path / "train.txt", make_documents(30, seed=61))
     run_cli("segatron-preprocess", "--input-format", "wikitext", "--trainpref", tmp_path / "train.txt",
             "--validpref", tmp_path / "train.txt", "--destdir", tmp_path / "bin", "--bpe", "sentencepiece",
             "--bpe-vocab-size", 100)
-    run_cli("fairseq-train", tmp_path / "bin", "--user-dir", PLUGIN_DIR, "--task", "segabert_mlm", "--arch",
-            "segabert_tiny", "--criterion", "masked_lm", "--optimizer", "adam", "--lr", "3e-3", "--cpu",
-            "--tokens-per-sample", 48, "--batch-size", 8, "--max-update", 2, "--save-dir", tmp_path / "ckpt",
-            "--no-epoch-checkpoints", "--log-format", "simple")
+    fairseq_train(tmp_path / "bin", task="segabert_mlm", arch="segabert_tiny", criterion="masked_lm",
+                  save_dir=tmp_path / "ckpt", lr=3e-3, extra=["--tokens-per-sample", 48, "--batch-size", 8,
+                                                             "--max-update", 2, "--no-epoch-checkpoints",
+                                                             "--log-format", "simple"])
     run_cli("segatron-export", "hf", "--checkpoint", tmp_path / "ckpt" / "checkpoint_last.pt", "--data",
             tmp_path / "bin", "--out", tmp_path / "hf")
     hub = _ours(tmp_path / "ckpt" / "checkpoint_last.pt", tmp_path / "bin")

@@ -8,7 +8,7 @@ import re
 import pytest
 import torch
 
-from conftest import PLUGIN_DIR, ROOT, run_cli
+from conftest import PLUGIN_DIR, ROOT, fairseq_train, run_cli
 from corpus import make_documents, sentence, write_lines
 
 CONFIG_DIR = str(ROOT / "segatron_fairseq" / "config")
@@ -20,10 +20,10 @@ def _pretrained(tmp_path, arch):
     run_cli("segatron-preprocess", "--input-format", "lines", "--trainpref", tmp_path / "corpus.txt",
             "--validpref", tmp_path / "corpus.txt", "--destdir", tmp_path / "bin")
     narrow = [x for name, value in NARROW.items() for x in (f"--{name.replace('_', '-')}", value)]
-    run_cli("fairseq-train", tmp_path / "bin", "--user-dir", PLUGIN_DIR, "--task", "segabert_mlm", "--criterion",
-            "masked_lm", "--arch", arch, *narrow, "--max-positions", 512, "--tokens-per-sample", 64,
-            "--batch-size", 4, "--optimizer", "adam", "--lr", 1e-3, "--max-update", 1, "--save-dir",
-            tmp_path / "pretrained", "--no-epoch-checkpoints", "--cpu", "--disable-validation")
+    fairseq_train(tmp_path / "bin", task="segabert_mlm", arch=arch, criterion="masked_lm",
+                  save_dir=tmp_path / "pretrained", extra=[*narrow, "--max-positions", 512, "--tokens-per-sample", 64,
+                                                          "--batch-size", 4, "--max-update", 1,
+                                                          "--no-epoch-checkpoints", "--disable-validation"])
     return tmp_path / "bin", tmp_path / "pretrained" / "checkpoint_last.pt"
 
 
@@ -51,6 +51,7 @@ def _squad_file(path, rng, contexts):
     path.write_text(json.dumps({"version": "1.1", "data": articles}))
 
 
+@pytest.mark.end_to_end
 def test_squad_yaml_trains_at_its_shapes(tmp_path):
     corpus, checkpoint = _pretrained(tmp_path, "segabert_base")
     squad = tmp_path / "squad"
@@ -69,6 +70,7 @@ def test_squad_yaml_trains_at_its_shapes(tmp_path):
     assert state["optimizer_history"][-1]["num_updates"] == 2
 
 
+@pytest.mark.end_to_end
 def test_s_segabert_nli_yaml_trains_at_its_shapes(tmp_path):
     corpus, checkpoint = _pretrained(tmp_path, "segabert_large")
     nli = tmp_path / "nli"

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import numpy as np
 
-from conftest import PLUGIN_DIR, run_cli
+from conftest import fairseq_train, run_cli
 
 DATA = Path(__file__).resolve().parent / "data"
 OLD = DATA / "binarized-0.1.0"
@@ -24,10 +24,10 @@ def test_old_directory_reads_and_trains(tmp_path):
     assert paragraph.tolist() == [1] * 40 and sentence.tolist() == [0] * 11 + [1] * 13 + [2] * 8 + [3] * 8
     assert token.tolist() == list(range(11)) + list(range(13)) + list(range(8)) + list(range(8))
     assert len(corpus.document_starts()) == 12 + 1  # the leading blank line, then one per title
-    out = run_cli("fairseq-train", OLD, "--user-dir", PLUGIN_DIR, "--task", "segatron_lm", "--arch",
-                  "segatron_xl_tiny", "--criterion", "segatron_lm_loss", "--optimizer", "adam", "--lr", "1e-3",
-                  "--batch-size", "2", "--tgt-len", "32", "--max-update", "2", "--cpu", "--no-save",
-                  "--log-format", "simple", "--log-interval", "1", "--tensorboard-logdir", tmp_path / "tb")
+    out = fairseq_train(OLD, task="segatron_lm", arch="segatron_xl_tiny", criterion="segatron_lm_loss",
+                        save_dir=tmp_path / "ckpt", extra=["--batch-size", "2", "--tgt-len", "32", "--max-update", "2",
+                                                           "--no-save", "--log-format", "simple", "--log-interval", "1",
+                                                           "--tensorboard-logdir", tmp_path / "tb"])
     assert "done training" in out
     # tensorboardX is installed: fairseq writes event files and no longer asks for it
     assert "Please install tensorboardX" not in out

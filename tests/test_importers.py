@@ -49,6 +49,7 @@ def test_authors_segatron_xl_reproduces_their_nll_segment_by_segment(tmp_path):
                                        their_nll, rtol=0, atol=1e-5)
 
 
+@pytest.mark.end_to_end
 @needs_authors_fixture
 def test_authors_segatron_xl_checkpoint_runs_with_fairseq_eval_lm(tmp_path):
     run_cli("segatron-import", "authors-segatron-xl", "--state", SEGATRON_XL / "model_state.pt", "--config",

@@ -4,9 +4,10 @@ import math
 import random
 import re
 
+import pytest
 import torch
 
-from conftest import PLUGIN_DIR, ROOT
+from conftest import BIN, PLUGIN_DIR, ROOT
 
 
 def write_corpus(path, lines, seed):
@@ -44,6 +45,33 @@ def test_plugin_imports_via_user_dir():
     assert PLUGIN_DIR == str(ROOT / "segatron_fairseq")
 
 
+def test_every_console_script_is_installed_and_its_entry_point_loads():
+    """The tests call the console scripts' entry points in-process (conftest.run_cli): each one setup.py declares is
+    an executable of the venv whose function imports."""
+    import ast
+    import importlib.metadata
+
+    setup = ast.parse((ROOT / "setup.py").read_text())
+    declared = {node.value.split("=")[0].strip() for node in ast.walk(setup)
+                if isinstance(node, ast.Constant) and isinstance(node.value, str) and " = " in node.value
+                and ":" in node.value}
+    assert len(declared) == 13, declared
+    installed = {e.name: e for e in importlib.metadata.entry_points(group="console_scripts")}
+    for name in sorted(declared):
+        assert (BIN / name).is_file(), name
+        assert callable(installed[name].load()), name
+
+
+@pytest.mark.end_to_end
+def test_console_scripts_run_as_subprocesses(tmp_path, cli):
+    """The installed executables themselves: the binarizer writes a corpus, the plugin lists its components."""
+    (tmp_path / "corpus.txt").write_text("The crab lives near the reef . It hides .\n")
+    out = cli("segatron-preprocess", "--input-format", "lines", "--trainpref", tmp_path / "corpus.txt",
+              "--destdir", tmp_path / "bin", separate_process=True)
+    assert "1 documents" in out and (tmp_path / "bin" / "train.token.idx").exists()
+    assert "segatron_lm" in cli("segatron-components", separate_process=True)
+
+
 def _train_args(data, save_dir, max_update):
     return [
         data, "--user-dir", PLUGIN_DIR, "--task", "language_modeling", "--arch", "transformer_lm",
@@ -59,6 +87,7 @@ def _num_updates(checkpoint):
     return state["optimizer_history"][-1]["num_updates"]
 
 
+@pytest.mark.end_to_end
 def test_preprocess_train_eval_resume(tmp_path, cli):
     write_corpus(tmp_path / "train.txt", 300, seed=0)
     write_corpus(tmp_path / "valid.txt", 40, seed=1)
@@ -87,6 +116,7 @@ def test_preprocess_train_eval_resume(tmp_path, cli):
     assert "Loaded checkpoint" in out and _num_updates(tmp_path / "fresh" / "checkpoint_last.pt") == 2
 
 
+@pytest.mark.end_to_end
 def test_hydra_train_with_project_config(tmp_path, cli):
     write_corpus(tmp_path / "train.txt", 200, seed=2)
     data = tmp_path / "bin"
@@ -100,6 +130,7 @@ def test_hydra_train_with_project_config(tmp_path, cli):
     assert _num_updates(tmp_path / "ckpt" / "checkpoint_last.pt") == 5
 
 
+@pytest.mark.end_to_end
 def test_fairseq_train_exits_cleanly_with_data_loading_in_the_main_process(tmp_path, cli):
     """fairseq's prefetching thread is stopped at exit (our patch): unpatched, most runs with
     --num-workers 0 abort after "done training" ("terminate called without an active exception")."""
@@ -113,5 +144,6 @@ def test_fairseq_train_exits_cleanly_with_data_loading_in_the_main_process(tmp_p
                   "--arch", "roberta_base", "--encoder-embed-dim", 32, "--encoder-ffn-embed-dim", 64,
                   "--encoder-layers", 1, "--encoder-attention-heads", 2, "--tokens-per-sample", 64,
                   "--batch-size", 4, "--optimizer", "adam", "--lr", 1e-3, "--max-update", 1, "--num-workers", 0,
-                  "--save-dir", tmp_path / f"ckpt{run}", "--no-epoch-checkpoints", "--cpu", "--disable-validation")
+                  "--save-dir", tmp_path / f"ckpt{run}", "--no-epoch-checkpoints", "--cpu", "--disable-validation",
+                  separate_process=True)  # the exit of a process of its own is what is checked
         assert "done training" in out and "terminate called" not in out

@@ -6,7 +6,7 @@ import re
 import pytest
 from segatron_preprocess import sentences, subwords
 
-from conftest import PLUGIN_DIR, pretrained_segabert, run_cli
+from conftest import fairseq_train
 from segatron_fairseq.data.multiple_choice_dataset import option_layout
 from segatron_fairseq.data.race import read_race
 from segatron_fairseq.data.span_windows import tokenize_context
@@ -62,18 +62,16 @@ def test_option_layout_by_hand():
 
 
 @pytest.mark.parametrize("arch", ["segabert_tiny", "segabert_bert_tiny"])
-def test_race_finetuning_reports_each_level(tmp_path, arch):
-    pretrained = pretrained_segabert(tmp_path, "Tom has a red ball plays in the park His sister cat".split(),
-                                     documents=4, updates=2, arch=arch)
+def test_race_finetuning_reports_each_level(tmp_path, arch, request, segabert_corpus):
+    checkpoint = request.getfixturevalue(f"{arch.removesuffix('_tiny')}_checkpoint")
     race = tmp_path / "RACE"
     write_race(race, "train")
     write_race(race, "dev")
-    out = run_cli("fairseq-train", race, "--user-dir", PLUGIN_DIR, "--task", "segabert_multiple_choice",
-                  "--pretrain-data", pretrained / "bin", "--criterion", "segabert_multiple_choice", "--arch", arch,
-                  "--restore-file", pretrained / "ckpt" / "checkpoint_last.pt", "--reset-optimizer",
-                  "--reset-dataloader", "--reset-meters", "--reset-lr-scheduler", "--batch-size", 2,
-                  "--optimizer", "adam", "--lr", 1e-3, "--max-update", 2, "--save-dir", tmp_path / "ft", "--max-positions", 32,
-                  "--no-save", "--log-format", "simple", "--cpu")
+    out = fairseq_train(race, task="segabert_multiple_choice", arch=arch, criterion="segabert_multiple_choice",
+                        save_dir=tmp_path / "ft",
+                        extra=["--pretrain-data", segabert_corpus, "--restore-file", checkpoint, "--reset-optimizer",
+                               "--reset-dataloader", "--reset-meters", "--reset-lr-scheduler", "--batch-size", 2,
+                               "--max-update", 2, "--max-positions", 32, "--no-save", "--log-format", "simple"])
     assert "valid: 3 questions" in out and "middle 2, high 1" in out
     valid = re.findall(r"valid on 'valid' subset .*? accuracy ([0-9.]+) \| accuracy_high ([0-9.]+) \| "
                        r"accuracy_middle ([0-9.]+)", out)

@@ -10,7 +10,7 @@ import pytest
 import torch
 from segatron_preprocess import sentences, subwords
 
-from conftest import PLUGIN_DIR, ROOT, pretrained_segabert, run_cli
+from conftest import ROOT, fairseq_train, run_cli
 
 from segatron_fairseq.evaluation import squad_metrics
 from segatron_fairseq.data.span_windows import (
@@ -178,6 +178,7 @@ def test_an_answer_across_a_window_edge_is_found(splitter):
     assert v1.no_answer_score == float("-inf") and v1.prediction(threshold=-1e9) == "w6 w7 w8 w9"
 
 
+@pytest.mark.end_to_end
 def test_fine_tuned_segabert_extracts_answers_far_above_the_baselines(tmp_path):
     """scripts/squad_synthetic.py end to end on a generated WikiText file: pre-training, SQuAD v2.0 files,
     fine-tuning through fairseq-train, predictions through segatron-predict."""
@@ -201,37 +202,35 @@ def test_fine_tuned_segabert_extracts_answers_far_above_the_baselines(tmp_path):
     assert all(isinstance(text, str) for text in answers.values())
 
 
-def test_a_v2_file_without_squad_v2_names_the_question(tmp_path):
-    pretrained = pretrained_segabert(tmp_path, "The crab lives near the reef".split(), documents=3, updates=1)
+def test_a_v2_file_without_squad_v2_names_the_question(tmp_path, segabert_corpus):
     (tmp_path / "squad").mkdir()
     for name in ("train-v1.1.json", "dev-v1.1.json"):
         (tmp_path / "squad" / name).write_text(json.dumps(SQUAD))
-    out = run_cli("fairseq-train", tmp_path / "squad", "--user-dir", PLUGIN_DIR, "--task", "segabert_squad",
-                  "--pretrain-data", pretrained / "bin", "--criterion", "segabert_squad", "--arch", "segabert_tiny",
-                  "--max-positions", 32, "--doc-stride", 8, "--batch-size", 4, "--optimizer", "adam", "--lr", 1e-3,
-                  "--max-update", 1, "--save-dir", tmp_path / "ft", "--cpu", expect_ok=False)
+    out = fairseq_train(tmp_path / "squad", task="segabert_squad", arch="segabert_tiny", criterion="segabert_squad",
+                        save_dir=tmp_path / "ft", expect_ok=False,
+                        extra=["--pretrain-data", segabert_corpus, "--max-positions", 32, "--doc-stride", 8,
+                               "--batch-size", 4, "--max-update", 1])
     assert "dev-v1.1.json: question q3 (and 0 more) is_impossible: a SQuAD v2.0 file needs --squad-v2" in out
 
 
 @pytest.mark.parametrize("arch", ["segabert_tiny", "segabert_bert_tiny"])
-def test_squad_v2_trains_and_predicts_with_either_model(tmp_path, arch):
+def test_squad_v2_trains_and_predicts_with_either_model(tmp_path, arch, request, segabert_corpus):
     """The hand-written v2.0 file through fairseq-train (windows of 32 every 8) and segatron-predict."""
-    pretrained = pretrained_segabert(tmp_path, "The crab lives near the reef It hides under a ledge".split(),
-                                     documents=3, updates=1, arch=arch)
+    checkpoint = request.getfixturevalue(f"{arch.removesuffix('_tiny')}_checkpoint")
     (tmp_path / "squad").mkdir()
     for name in ("train-v2.0.json", "dev-v2.0.json"):
         (tmp_path / "squad" / name).write_text(json.dumps(SQUAD))
-    out = run_cli("fairseq-train", tmp_path / "squad", "--user-dir", PLUGIN_DIR, "--task", "segabert_squad",
-                  "--squad-v2", "--pretrain-data", pretrained / "bin", "--criterion", "segabert_squad", "--arch", arch,
-                  "--restore-file", pretrained / "ckpt" / "checkpoint_last.pt", "--reset-optimizer",
-                  "--reset-dataloader", "--reset-meters", "--reset-lr-scheduler", "--max-positions", 32,
-                  "--doc-stride", 8, "--batch-size", 4, "--optimizer", "adam", "--lr", 1e-3, "--max-update", 2,
-                  "--save-dir", tmp_path / "ft", "--no-epoch-checkpoints", "--log-format", "simple", "--cpu")
+    out = fairseq_train(tmp_path / "squad", task="segabert_squad", arch=arch, criterion="segabert_squad",
+                        save_dir=tmp_path / "ft",
+                        extra=["--squad-v2", "--pretrain-data", segabert_corpus, "--restore-file", checkpoint,
+                               "--reset-optimizer", "--reset-dataloader", "--reset-meters", "--reset-lr-scheduler",
+                               "--max-positions", 32, "--doc-stride", 8, "--batch-size", 4, "--max-update", 2,
+                               "--no-epoch-checkpoints", "--log-format", "simple"])
     assert "valid: 3 questions" in out
     assert re.search(r"valid on 'valid' subset .*\| exact [0-9.]+ \| f1 [0-9.]+ \| best_exact [0-9.]+ \| "
                      r"best_exact_thresh [-0-9.]+ \| best_f1 [0-9.]+ \| best_f1_thresh [-0-9.]+", out), out[-2000:]
     predicted = run_cli("segatron-predict", "squad", "--checkpoint", tmp_path / "ft" / "checkpoint_last.pt",
-                        "--pretrain-data", pretrained / "bin", "--input", tmp_path / "squad" / "dev-v2.0.json",
+                        "--pretrain-data", segabert_corpus, "--input", tmp_path / "squad" / "dev-v2.0.json",
                         "--out", tmp_path / "predictions.json", "--null-odds", tmp_path / "odds.json", "--cpu")
     answers = json.loads((tmp_path / "predictions.json").read_text())
     odds = json.loads((tmp_path / "odds.json").read_text())

@@ -6,7 +6,7 @@ import pytest
 import torch
 from fairseq.data import Dictionary
 
-from conftest import PLUGIN_DIR, free_port, run_cli
+from conftest import PLUGIN_DIR, fairseq_train, free_port, run_cli
 from corpus import make_documents, write_wikitext
 from segatron_fairseq.data import DocumentExampleDataset, SegmentIndexedDataset
 
@@ -183,32 +183,36 @@ def test_masking_rates_and_determinism(data):
     assert torch.equal(dataset[5]["net_input.src_tokens"], again)
 
 
-TRAIN = ["--user-dir", PLUGIN_DIR, "--task", "segabert_mlm", "--criterion", "masked_lm", "--optimizer", "adam",
-         "--lr", 3e-3, "--no-epoch-checkpoints", "--log-format", "simple", "--log-interval", 10, "--cpu",
-         "--tokens-per-sample", 48, "--batch-size", 8, "--seed", 1]
+TRAIN = ["--no-epoch-checkpoints", "--log-format", "simple", "--log-interval", 10, "--tokens-per-sample", 48,
+         "--batch-size", 8, "--seed", 1]
 
 
+@pytest.mark.end_to_end
 def test_tiny_model_overfits_a_tiny_corpus(tmp_path):
     write_wikitext(tmp_path / "train.txt", make_documents(4, seed=5))
     run_cli("segatron-preprocess", "--input-format", "wikitext", "--trainpref", tmp_path / "train.txt",
             "--validpref", tmp_path / "train.txt", "--destdir", tmp_path / "bin")
-    out = run_cli("fairseq-train", tmp_path / "bin", *TRAIN, "--arch", "segabert_tiny", "--max-update", 300,
-                  "--dropout", 0, "--attention-dropout", 0, "--save-dir", tmp_path / "ckpt",
-                  "--examples-per-epoch", 2400)  # one epoch of 300 batches, validated at its end
+    out = fairseq_train(tmp_path / "bin", task="segabert_mlm", arch="segabert_tiny", criterion="masked_lm",
+                        save_dir=tmp_path / "ckpt", lr=3e-3,
+                        extra=[*TRAIN, "--max-update", 300, "--dropout", 0, "--attention-dropout", 0,
+                               "--examples-per-epoch", 2400])  # one epoch of 300 batches, validated at its end
     losses = [float(x) for x in re.findall(r"valid on 'valid' subset \| loss ([0-9.]+)", out)]
     first = float(re.search(r"train_inner .*?loss=([0-9.]+)", out).group(1))
     assert first > 5 and losses[-1] < 2.0, (first, losses)
     assert "index_shifted=" in out
 
 
+@pytest.mark.end_to_end
 @pytest.mark.parametrize("launcher", ["fairseq", "torchrun"])
 def test_distributed_two_processes_on_cpu(data, tmp_path, launcher):
     if launcher == "fairseq":
-        command, launch = "fairseq-train", ["--distributed-world-size", 2]
+        command = ("fairseq-train", "--distributed-world-size", 2)
     else:
-        command, launch = "torchrun", ["--nproc_per_node", 2, "--master_addr", "127.0.0.1", "--master_port",
-                                       free_port(), "-m", "fairseq_cli.train"]
-    out = run_cli(command, *launch, data / "bin", *TRAIN, "--arch", "segabert_tiny", "--max-update", 5,
-                  "--save-dir", tmp_path / "ckpt", "--ddp-backend", "legacy_ddp")
+        command = ("torchrun", "--nproc_per_node", 2, "--master_addr", "127.0.0.1", "--master_port", free_port(),
+                   "-m", "fairseq_cli.train")
+    out = fairseq_train(data / "bin", task="segabert_mlm", arch="segabert_tiny", criterion="masked_lm",
+                        save_dir=tmp_path / "ckpt", lr=3e-3, extra=[*TRAIN, "--max-update", 5, "--ddp-backend",
+                                                                     "legacy_ddp"],
+                        command=command, separate_process=True)
     assert "as rank 1" in out and re.search(r"num_updates[ =]5\b", out)
     assert (tmp_path / "ckpt" / "checkpoint_last.pt").exists()

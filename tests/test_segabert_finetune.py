@@ -5,7 +5,7 @@ import re
 import numpy as np
 import pytest
 
-from conftest import PLUGIN_DIR, run_cli
+from conftest import fairseq_train, run_cli
 from segatron_fairseq.evaluation.glue_metrics import f1, matthews, pearson, spearman
 from segatron_fairseq.data.glue_tsv import GLUE_TASKS, read_tsv
 from segatron_fairseq.data.sentence_prediction_dataset import segment_layout
@@ -60,6 +60,7 @@ def test_glue_presets_read_their_files(tmp_path):
 
 
 WORDS = [f"w{i}" for i in range(12)]
+RESET = ["--reset-optimizer", "--reset-dataloader", "--reset-meters", "--reset-lr-scheduler"]
 
 
 def _pair(rng):
@@ -71,26 +72,6 @@ def _pair(rng):
     return " ".join(a), " ".join(b), str(label)
 
 
-@pytest.fixture(scope="module")
-def pretrained(tmp_path_factory):
-    """A SegaBERT checkpoint pre-trained for a few steps on text with the task's words."""
-    tmp = tmp_path_factory.mktemp("pretrained")
-    rng = random.Random(0)
-    with open(tmp / "corpus.txt", "w") as f:
-        for d in range(30):
-            if d:
-                f.write("\n")
-            for _ in range(4):
-                f.write(" ".join(rng.choice(WORDS + ["key"]) for _ in range(12)) + " .\n")
-    run_cli("segatron-preprocess", "--input-format", "lines", "--trainpref", tmp / "corpus.txt",
-            "--validpref", tmp / "corpus.txt", "--destdir", tmp / "bin")
-    run_cli("fairseq-train", tmp / "bin", "--user-dir", PLUGIN_DIR, "--task", "segabert_mlm", "--criterion",
-            "masked_lm", "--arch", "segabert_tiny", "--tokens-per-sample", 32, "--batch-size", 8, "--optimizer",
-            "adam", "--lr", 1e-3, "--max-update", 10, "--save-dir", tmp / "ckpt", "--no-epoch-checkpoints",
-            "--cpu", "--disable-validation")
-    return tmp
-
-
 def _write_task(path, n, seed):
     rng = random.Random(seed)
     with open(path, "w") as f:
@@ -99,44 +80,42 @@ def _write_task(path, n, seed):
             f.write("\t".join(_pair(rng)) + "\n")
 
 
-def _finetune(pretrained, glue, save, arch):
-    return run_cli(
-        "fairseq-train", glue, "--user-dir", PLUGIN_DIR, "--task", "segabert_sentence_prediction",
-        "--pretrain-data", pretrained / "bin", "--text-columns", "0,1", "--label-column", 2, "--header",
-        "--metrics", "accuracy,f1,mcc", "--criterion", "sentence_prediction_metrics", "--arch", arch,
-        "--restore-file", pretrained / "ckpt" / "checkpoint_last.pt", "--reset-optimizer", "--reset-dataloader",
-        "--reset-meters", "--reset-lr-scheduler", "--batch-size", 16, "--optimizer", "adam", "--lr", 2e-3,
-        "--max-epoch", 12, "--save-dir", save, "--no-epoch-checkpoints", "--no-save", "--log-format", "simple",
-        "--cpu", "--seed", 1, "--dropout", 0, "--attention-dropout", 0, "--best-checkpoint-metric", "accuracy",
-        "--maximize-best-checkpoint-metric")
+def _finetune(segabert_corpus, segabert_checkpoint, glue, save, arch):
+    return fairseq_train(
+        glue, task="segabert_sentence_prediction", arch=arch, criterion="sentence_prediction_metrics", save_dir=save,
+        lr=2e-3, extra=["--pretrain-data", segabert_corpus, "--text-columns", "0,1", "--label-column", 2, "--header",
+                        "--metrics", "accuracy,f1,mcc", "--restore-file", segabert_checkpoint, *RESET, "--batch-size",
+                        16, "--max-epoch", 12, "--no-epoch-checkpoints", "--no-save", "--log-format", "simple",
+                        "--seed", 1, "--dropout", 0, "--attention-dropout", 0, "--best-checkpoint-metric", "accuracy",
+                        "--maximize-best-checkpoint-metric"])
 
 
-def test_finetuning_learns_a_rule_on_paragraph_membership(pretrained, tmp_path):
+@pytest.mark.end_to_end
+def test_finetuning_learns_a_rule_on_paragraph_membership(segabert_corpus, segabert_checkpoint, tmp_path):
     glue = tmp_path / "glue"
     glue.mkdir()
     _write_task(glue / "train.tsv", 400, seed=1)
     _write_task(glue / "dev.tsv", 100, seed=2)
-    out = _finetune(pretrained, glue, tmp_path / "ft", "segabert_tiny")
+    out = _finetune(segabert_corpus, segabert_checkpoint, glue, tmp_path / "ft", "segabert_tiny")
     assert "Loaded checkpoint" in out and "labels ['0', '1']" in out
     last = re.findall(r"valid on 'valid' subset .*?accuracy ([0-9.]+).*?f1 ([0-9.]+) \| mcc ([0-9.-]+)", out)
     accuracy, f1, mcc = map(float, last[-1])
     assert accuracy >= 90.0 and f1 >= 85.0 and mcc >= 0.7 * 100, last[-1]
 
 
-def test_unknown_label_names_the_file_and_example(pretrained, tmp_path):
+def test_unknown_label_names_the_file_and_example(segabert_corpus, segabert_checkpoint, tmp_path):
     glue = tmp_path / "glue"
     glue.mkdir()
     _write_task(glue / "train.tsv", 20, seed=1)
     (glue / "dev.tsv").write_text("sentence1\tsentence2\tlabel\nw1 w2\tw3\tmaybe\n")
-    out = run_cli("fairseq-train", glue, "--user-dir", PLUGIN_DIR, "--task", "segabert_sentence_prediction",
-                  "--pretrain-data", pretrained / "bin", "--text-columns", "0,1", "--label-column", 2, "--header",
-                  "--criterion", "sentence_prediction_metrics", "--arch", "segabert_tiny", "--batch-size", 4,
-                  "--optimizer", "adam", "--lr", 1e-3, "--max-update", 1, "--save-dir", tmp_path / "ft",
-                  "--cpu", expect_ok=False)
+    out = fairseq_train(glue, task="segabert_sentence_prediction", arch="segabert_tiny",
+                        criterion="sentence_prediction_metrics", save_dir=tmp_path / "ft", expect_ok=False,
+                        extra=["--pretrain-data", segabert_corpus, "--text-columns", "0,1", "--label-column", 2,
+                               "--header", "--batch-size", 4, "--max-update", 1])
     assert "dev.tsv: example 1: label 'maybe' is not one of ['0', '1']" in out
 
 
-def test_glue_test_files_and_submission(pretrained, tmp_path):
+def test_glue_test_files_and_submission(segabert_corpus, segabert_checkpoint, tmp_path):
     """segatron-predict glue: the GLUE server's SST-2.tsv from test.tsv (index, sentence), labels as in train."""
     glue = tmp_path / "SST-2"
     glue.mkdir()
@@ -145,14 +124,12 @@ def test_glue_test_files_and_submission(pretrained, tmp_path):
     for name in ("train.tsv", "dev.tsv"):
         (glue / name).write_text("sentence\tlabel\n" + "".join(f"{t}\t{label}\n" for t, label in rows))
     (glue / "test.tsv").write_text("index\tsentence\n" + "".join(f"{k}\t{t}\n" for k, (t, _) in enumerate(rows[:7])))
-    run_cli("fairseq-train", glue, "--user-dir", PLUGIN_DIR, "--task", "segabert_sentence_prediction",
-            "--pretrain-data", pretrained / "bin", "--glue-task", "SST-2", "--criterion", "sentence_prediction_metrics",
-            "--arch", "segabert_tiny", "--restore-file", pretrained / "ckpt" / "checkpoint_last.pt",
-            "--reset-optimizer", "--reset-dataloader", "--reset-meters", "--reset-lr-scheduler", "--batch-size", 8,
-            "--optimizer", "adam", "--lr", 1e-3, "--max-update", 2, "--save-dir", tmp_path / "ft",
-            "--no-epoch-checkpoints", "--cpu")
+    fairseq_train(glue, task="segabert_sentence_prediction", arch="segabert_tiny",
+                  criterion="sentence_prediction_metrics", save_dir=tmp_path / "ft",
+                  extra=["--pretrain-data", segabert_corpus, "--glue-task", "SST-2", "--restore-file",
+                         segabert_checkpoint, *RESET, "--batch-size", 8, "--max-update", 2, "--no-epoch-checkpoints"])
     out = run_cli("segatron-predict", "glue", "--checkpoint", tmp_path / "ft" / "checkpoint_last.pt",
-                  "--pretrain-data", pretrained / "bin", "--glue-task", "SST-2", "--data", glue,
+                  "--pretrain-data", segabert_corpus, "--glue-task", "SST-2", "--data", glue,
                   "--out", tmp_path / "submission", "--cpu")
     assert "7 predictions -> SST-2.tsv" in out
     lines = (tmp_path / "submission" / "SST-2.tsv").read_text().splitlines()
@@ -160,7 +137,7 @@ def test_glue_test_files_and_submission(pretrained, tmp_path):
     assert [line.split("\t")[0] for line in lines[1:]] == [str(k) for k in range(7)]
     assert {line.split("\t")[1] for line in lines[1:]} <= {"0", "1"}
     wrong = run_cli("segatron-predict", "glue", "--checkpoint", tmp_path / "ft" / "checkpoint_last.pt",
-                    "--pretrain-data", pretrained / "bin", "--glue-task", "CoLA", "--data", glue,
+                    "--pretrain-data", segabert_corpus, "--glue-task", "CoLA", "--data", glue,
                     "--out", tmp_path / "other", "--cpu", expect_ok=False)
     assert "fine-tuned on --glue-task SST-2, not CoLA" in wrong
 

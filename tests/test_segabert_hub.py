@@ -3,21 +3,15 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import PLUGIN_DIR, binarized_wikitext, run_cli
-
 TEXT = "The lobster lives on rocky ground . The larva hides under a ledge .\nThe species feeds at night ."
 
 
 @pytest.fixture(scope="module")
-def hub(tmp_path_factory):
-    tmp = binarized_wikitext(tmp_path_factory.mktemp("segabert_hub"), 30, 4, seed=51)
-    run_cli("fairseq-train", tmp / "bin", "--user-dir", PLUGIN_DIR, "--task", "segabert_mlm", "--arch",
-            "segabert_tiny", "--criterion", "masked_lm", "--optimizer", "adam", "--lr", "3e-3", "--cpu",
-            "--tokens-per-sample", 48, "--batch-size", 8, "--max-update", 10, "--save-dir", tmp / "ckpt",
-            "--no-epoch-checkpoints", "--log-format", "simple")
+def hub(segabert_checkpoint, segabert_corpus):
     from segatron_fairseq.models.segabert import SegaBERTModel
 
-    return SegaBERTModel.from_pretrained(str(tmp / "ckpt"), "checkpoint_last.pt", str(tmp / "bin"))
+    return SegaBERTModel.from_pretrained(str(segabert_checkpoint.parent), segabert_checkpoint.name,
+                                         str(segabert_corpus))
 
 
 def test_single_text_gets_its_own_paragraphs_and_sentences(hub):

@@ -9,22 +9,13 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import PLUGIN_DIR, binarized_wikitext, run_cli
+from conftest import PLUGIN_DIR, fairseq_train, run_cli
 from corpus import make_documents, write_wikitext
 
 
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    tmp = binarized_wikitext(tmp_path_factory.mktemp("hub"), 30, 4, seed=41)
-    log = run_cli("fairseq-train", tmp / "bin", "--user-dir", PLUGIN_DIR, "--task", "segatron_lm", "--arch",
-                  "segatron_xl_tiny", "--criterion", "segatron_lm_loss", "--optimizer", "adam", "--lr", "2e-3",
-                  "--batch-size", 4, "--tgt-len", 16, "--max-update", 30, "--cpu", "--save-dir", tmp / "ckpt",
-                  "--no-epoch-checkpoints", "--log-format", "simple", "--log-interval", 5,
-                  "--validate-interval-updates", 10)
-    (tmp / "train.log").write_text(log)
-    write_wikitext(tmp / "score.txt", make_documents(3, seed=99))
-    write_wikitext(tmp / "other.txt", make_documents(2, seed=98))
-    return tmp
+@pytest.fixture
+def trained(segatron_xl_trained):
+    return segatron_xl_trained
 
 
 def test_score_equals_fairseq_eval_lm_on_the_binarized_text(trained, tmp_path):
@@ -101,6 +92,24 @@ def test_curves_and_boundary_plots(trained, tmp_path):
     run_cli("segatron-plot", "boundary", trained / "ckpt" / "checkpoint_last.pt", "--data", trained / "bin",
             "--split", "valid", "--tgt-len", 16, "--out", tmp_path / "boundary")
     _check_image(tmp_path / "boundary", 800, 500)
+
+
+def test_loss_by_boundary_groups_every_token_once(trained):
+    """segatron-loss-by-boundary: the last, first and other tokens of sentences partition the split, and the
+    perplexity over all of them is that of token_losses over the stream."""
+    from segatron_fairseq.evaluation.token_losses import read_stream, token_losses
+
+    checkpoint = trained / "ckpt" / "checkpoint_last.pt"
+    out = run_cli("segatron-loss-by-boundary", checkpoint, "--data", trained / "bin", "--split", "valid",
+                  "--tgt-len", 16)
+    tokens, sentence_starts, paragraph_starts = read_stream(str(trained / "bin" / "valid"))
+    header, _, counts = out.splitlines()[:3]
+    row = out.splitlines()[-1]  # after the log of the checkpoint's loading
+    assert header == f"valid: {len(tokens):,} tokens; ppl by group (tokens)"
+    last, first, other, total = (int(c.replace(",", "")) for c in counts.split())
+    assert last + first + other == total == len(tokens) and min(last, first, other) > 0
+    expected = math.exp(token_losses(str(checkpoint), tokens, sentence_starts, paragraph_starts, 16).mean())
+    assert float(row.split()[-1]) == pytest.approx(expected, abs=0.01)
 
 
 def test_generation_flags_follow_the_binarizer(trained):
@@ -228,6 +237,7 @@ def _hypotheses(output):
     return {int(m.group(1)): m.group(2) for m in re.finditer(r"^H-(\d+)\t\S+\t(.*)$", output, re.M)}
 
 
+@pytest.mark.end_to_end
 def test_fairseq_generate_and_interactive(trained, tmp_path):
     """fairseq-generate on a binarized prompt file (--sample-break-mode eos) and fairseq-interactive on raw
     lines continue each prompt; greedy decoding gives the hub's greedy tokens; a seed fixes sampling."""
@@ -260,6 +270,7 @@ def test_fairseq_generate_and_interactive(trained, tmp_path):
     assert len(first[0]) + len(first[2]) > len(prompts[0]) + len(prompts[2])
 
 
+@pytest.mark.end_to_end
 def test_interactive_reads_raw_text_with_the_corpus_sentencepiece(tmp_path):
     """On a sentencepiece corpus fairseq-interactive needs no --bpe: the task splits raw lines with the corpus's
     own model and joins the pieces of the output back into text."""
@@ -269,10 +280,9 @@ def test_interactive_reads_raw_text_with_the_corpus_sentencepiece(tmp_path):
     run_cli("segatron-preprocess", "--input-format", "wikitext", "--trainpref", tmp_path / "train.txt",
             "--validpref", tmp_path / "train.txt", "--destdir", tmp_path / "bin", "--bpe", "sentencepiece",
             "--bpe-vocab-size", 100)
-    run_cli("fairseq-train", tmp_path / "bin", "--user-dir", PLUGIN_DIR, "--task", "segatron_lm", "--arch",
-            "segatron_xl_tiny", "--criterion", "segatron_lm_loss", "--optimizer", "adam", "--lr", "2e-3",
-            "--batch-size", 4, "--tgt-len", 16, "--max-update", 2, "--cpu", "--save-dir", tmp_path / "ckpt",
-            "--no-epoch-checkpoints", "--disable-validation")
+    fairseq_train(tmp_path / "bin", task="segatron_lm", arch="segatron_xl_tiny", criterion="segatron_lm_loss",
+                  save_dir=tmp_path / "ckpt", lr=2e-3, extra=["--batch-size", 4, "--tgt-len", 16, "--max-update", 2,
+                                                             "--no-epoch-checkpoints", "--disable-validation"])
     prompt = "The lobster lives on rocky ground."
     (tmp_path / "prompts.txt").write_text(prompt + "\n")
     output = run_cli("fairseq-interactive", tmp_path / "bin", "--user-dir", PLUGIN_DIR, "--task", "segatron_lm",

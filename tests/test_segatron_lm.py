@@ -5,12 +5,15 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import PLUGIN_DIR, binarized_wikitext, free_port, run_cli
+from conftest import PLUGIN_DIR, binarized_wikitext, fairseq_train, free_port, run_cli
 from segatron_fairseq.data import SegmentIndexedDataset, SegmentStreamDataset
 
-TRAIN = ["--user-dir", PLUGIN_DIR, "--task", "segatron_lm", "--criterion", "segatron_lm_loss",
-         "--optimizer", "adam", "--lr", 2e-3, "--no-epoch-checkpoints", "--log-format", "simple",
-         "--log-interval", 1, "--cpu", "--seed", 3]
+TRAIN = ["--no-epoch-checkpoints", "--log-format", "simple", "--log-interval", 1, "--seed", 3]
+
+
+def _train(data, arch, save_dir, *extra, command=("fairseq-train",), separate_process=False):
+    return fairseq_train(data / "bin", task="segatron_lm", arch=arch, criterion="segatron_lm_loss", save_dir=save_dir,
+                         lr=2e-3, extra=[*TRAIN, *extra], command=command, separate_process=separate_process)
 
 
 @pytest.fixture(scope="module")
@@ -102,6 +105,7 @@ def sequential_loss(checkpoint, corpus_prefix, tgt_len):
     return len(losses), losses.mean() / np.log(2)
 
 
+@pytest.mark.end_to_end
 @pytest.mark.parametrize("arch,extra", [
     ("segatron_xl_tiny", []),
     ("transformer_xl_tiny", ["--adaptive-softmax-cutoff", "40,80", "--adaptive-input",
@@ -109,9 +113,8 @@ def sequential_loss(checkpoint, corpus_prefix, tgt_len):
 ])
 def test_train_eval_lm_and_resume(data, tmp_path, arch, extra):
     save = tmp_path / "ckpt"
-    args = [data / "bin", *TRAIN, "--arch", arch, *extra, "--batch-size", 4, "--tgt-len", 12,
-            "--save-dir", save]
-    run_cli("fairseq-train", *args, "--max-update", 25)
+    args = [*extra, "--batch-size", 4, "--tgt-len", 12]
+    _train(data, arch, save, *args, "--max-update", 25)
     out = run_cli("fairseq-eval-lm", data / "bin", "--user-dir", PLUGIN_DIR, "--task", "segatron_lm",
                   "--path", save / "checkpoint_last.pt", "--gen-subset", "valid", "--batch-size", 1,
                   "--tgt-len", 10, "--cpu", "--output-word-probs")
@@ -131,7 +134,7 @@ def test_train_eval_lm_and_resume(data, tmp_path, arch, extra):
     assert word_probs[0][:10] == word_probs[1][:10] and word_probs[0][10:] != word_probs[1][10:]
 
     # resume continues the same stream from the saved batch
-    out = run_cli("fairseq-train", *args, "--max-update", 30)
+    out = _train(data, arch, save, *args, "--max-update", 30)
     assert re.search(r"Loaded checkpoint \S+checkpoint_last\.pt \(epoch 1 @ 25 updates\)", out)
     assert re.search(r"epoch 001:\s+26 / \d+ .*num_updates=26", out), out[-2000:]
 
@@ -143,12 +146,11 @@ LAUNCHERS = {
 }
 
 
+@pytest.mark.end_to_end
 @pytest.mark.parametrize("launcher", list(LAUNCHERS))
 def test_distributed_two_processes_on_cpu(data, tmp_path, launcher):
-    command, *launch = LAUNCHERS[launcher]()
-    out = run_cli(command, *launch, data / "bin", *TRAIN, "--arch", "segatron_xl_tiny",
-                  "--batch-size", 2, "--tgt-len", 12, "--save-dir", tmp_path / "ckpt", "--max-update", 6,
-                  "--ddp-backend", "legacy_ddp")
+    out = _train(data, "segatron_xl_tiny", tmp_path / "ckpt", "--batch-size", 2, "--tgt-len", 12, "--max-update", 6,
+                 "--ddp-backend", "legacy_ddp", command=LAUNCHERS[launcher](), separate_process=True)
     assert "initialized host" in out and "as rank 1" in out
     # each rank reads its own rows: 2 ranks x 2 rows
     assert re.search(r"train: [\d,]+ tokens, 2 rows x [\d,]+ per shard", out)

@@ -9,7 +9,7 @@ import pytest
 import torch
 from scipy import stats
 
-from conftest import PLUGIN_DIR, ROOT, pretrained_segabert, run_cli
+from conftest import ROOT, fairseq_train, run_cli
 from segatron_fairseq.cli.sts import read_sts
 from segatron_fairseq.evaluation.sentence_embeddings import pool
 
@@ -52,37 +52,24 @@ def _sts_file(path, rng, n):
             f.write(f"{a} .\t{b} .\t{rng.uniform(0, 5):.2f}\n")
 
 
-@pytest.fixture(scope="module")
-def pretrained(tmp_path_factory):
-    return pretrained_segabert(tmp_path_factory.mktemp("pretrained"), WORDS, documents=10, updates=3)
-
-
-def test_zero_shot_sts_matches_a_sentence_by_sentence_reference(pretrained, tmp_path):
+def test_zero_shot_sts_matches_a_sentence_by_sentence_reference(segabert_corpus, segabert_checkpoint, tmp_path):
     import random
 
     _sts_file(tmp_path / "sts.txt", random.Random(0), 24)
-    checkpoint = pretrained / "ckpt" / "checkpoint_last.pt"
-    out = run_cli("segatron-sts", "--checkpoint", checkpoint, "--data", pretrained / "bin", "--cpu",
+    checkpoint = segabert_checkpoint
+    out = run_cli("segatron-sts", "--checkpoint", checkpoint, "--data", segabert_corpus, "--cpu",
                   tmp_path / "sts.txt")
     rho, r = map(float, re.search(r"^sts.txt\s+24\s+([-0-9.]+)\s+([-0-9.]+)$", out, re.M).groups())
     # reference: one sentence at a time (no padding), mean of every position, cosine, scipy
-    code = f"""
-import torch, json
-from segatron_fairseq.models.segabert import SegaBERTModel
-from segatron_fairseq.cli.sts import read_sts
-hub = SegaBERTModel.from_pretrained({str(checkpoint.parent)!r}, 'checkpoint_last.pt', {str(pretrained / 'bin')!r})
-first, second, gold = read_sts({str(tmp_path / 'sts.txt')!r})
-def embed(text):
-    encoded = hub.encode(text)
-    return hub.extract_features(encoded)[0].mean(dim=0)
-sims = [float(torch.nn.functional.cosine_similarity(embed(a), embed(b), dim=0)) for a, b in zip(first, second)]
-print(json.dumps([sims, gold.tolist()]))
-"""
-    proc = subprocess.run([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    import json
+    from segatron_fairseq.models.segabert import SegaBERTModel
 
-    sims, gold = json.loads(proc.stdout.strip().splitlines()[-1])
+    hub = SegaBERTModel.from_pretrained(str(checkpoint.parent), checkpoint.name, str(segabert_corpus))
+    first, second, gold = read_sts(str(tmp_path / "sts.txt"))
+
+    def embed(text):
+        return hub.extract_features(hub.encode(text))[0].mean(dim=0)
+
+    sims = [float(torch.nn.functional.cosine_similarity(embed(a), embed(b), dim=0)) for a, b in zip(first, second)]
     assert rho == pytest.approx(100 * stats.spearmanr(sims, gold).statistic, abs=0.01)
     assert r == pytest.approx(100 * stats.pearsonr(sims, gold).statistic, abs=0.01)
     assert "pooling mean" in out
@@ -106,7 +93,8 @@ def _nli_files(root, rng):
     return snli, mnli
 
 
-def test_siamese_nli_fine_tuning_then_sts(pretrained, tmp_path):
+@pytest.mark.end_to_end
+def test_siamese_nli_fine_tuning_then_sts(segabert_corpus, segabert_checkpoint, tmp_path):
     import random
 
     rng = random.Random(1)
@@ -118,17 +106,17 @@ def test_siamese_nli_fine_tuning_then_sts(pretrained, tmp_path):
     kept = [int(n.replace(',', '')) for n in re.findall(r": ([0-9,]+) pairs \(", proc.stdout)]
     assert len(rows) == kept[0] + kept[1] and len(kept) == 4  # SNLI's labelled pairs + MNLI's, each split
     assert all(row.split("\t")[2] in ("contradiction", "entailment", "neutral") for row in rows)
-    out = run_cli("fairseq-train", tmp_path / "nli", "--user-dir", PLUGIN_DIR, "--task", "segabert_siamese_nli",
-                  "--pretrain-data", pretrained / "bin", "--criterion", "segabert_siamese", "--arch", "segabert_tiny",
-                  "--pooling", "max", "--restore-file", pretrained / "ckpt" / "checkpoint_last.pt",
-                  "--reset-optimizer", "--reset-dataloader", "--reset-meters", "--reset-lr-scheduler",
-                  "--batch-size", 16, "--optimizer", "adam", "--lr", 1e-3, "--max-update", 4,
-                  "--save-dir", tmp_path / "ft", "--no-epoch-checkpoints", "--log-format", "simple", "--cpu")
+    out = fairseq_train(tmp_path / "nli", task="segabert_siamese_nli", arch="segabert_tiny",
+                        criterion="segabert_siamese", save_dir=tmp_path / "ft",
+                        extra=["--pretrain-data", segabert_corpus, "--pooling", "max", "--restore-file",
+                               segabert_checkpoint, "--reset-optimizer", "--reset-dataloader", "--reset-meters",
+                               "--reset-lr-scheduler", "--batch-size", 16, "--max-update", 4, "--no-epoch-checkpoints",
+                               "--log-format", "simple"])
     assert re.search(r"valid on 'valid' subset .*accuracy [0-9.]+", out)
     state = torch.load(tmp_path / "ft" / "checkpoint_last.pt", map_location="cpu", weights_only=False)
     head = state["model"]["classification_heads.siamese_nli_head.out_proj.weight"]
     assert head.shape == (3, 3 * 64)  # (u, v, |u - v|) -> 3 labels
     _sts_file(tmp_path / "sts.txt", rng, 10)
-    sts = run_cli("segatron-sts", "--checkpoint", tmp_path / "ft" / "checkpoint_last.pt", "--data", pretrained / "bin",
+    sts = run_cli("segatron-sts", "--checkpoint", tmp_path / "ft" / "checkpoint_last.pt", "--data", segabert_corpus,
                   "--cpu", tmp_path / "sts.txt")
     assert "pooling max" in sts and re.search(r"^average\s+[-0-9.]+\s+[-0-9.]+$", sts, re.M)

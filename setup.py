@@ -1,14 +1,14 @@
 """segatron-fairseq: segment-aware Transformers as a fairseq plugin.
 
 Install with ``bash scripts/install.sh``: fairseq 0.12.2 needs a patched source
-build on Python 3.11 (see README.md), so this package is installed with
+build on Python 3.11 (see docs/installation.md), so this package is installed with
 ``--no-deps`` on top of it.
 """
 from setuptools import find_packages, setup
 
 setup(
     name="segatron-fairseq",
-    version="0.1.0",
+    version="0.2.0",
     description="Segatron-XL, SegaBERT and Cross-Thought as a fairseq --user-dir plugin",
     python_requires=">=3.10",
     # the binarizer lives in preprocess/ and is installed as segatron_preprocess

@@ -1,7 +1,7 @@
 """``segatron-preprocess``: fairseq-preprocess plus paragraph/sentence/token indexes.
 
 Arguments shared with ``fairseq-preprocess --only-source`` keep its names and
-meaning; see README.md ("Segment-aware binarization") for the output layout.
+meaning; see docs/binarizer.md for the output layout.
 The binarizing modules (and fairseq) are imported only once the arguments are
 read, so ``--help`` and argument errors answer at once.
 """
@@ -77,11 +77,11 @@ def cli_main(argv=None) -> None:
         run(args)
     except PreprocessError as err:
         print(f"segatron-preprocess: error: {err}", file=sys.stderr)
-        raise SystemExit(1)
+        raise SystemExit(1) from None
     except Interrupted as stop:
         print(f"segatron-preprocess: stopped by {stop}: workers ended, temporary files removed, {args.destdir} "
               f"left as it was", file=sys.stderr)
-        raise SystemExit(128 + stop.signum)
+        raise SystemExit(128 + stop.signum) from None
 
 
 if __name__ == "__main__":

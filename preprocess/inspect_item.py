@@ -10,7 +10,8 @@ def format_item(dataset, dictionary, item: int) -> str:
     """Lines ``position  (paragraph, sentence, token)  symbol`` of item ``item``
     of a ``SplitReader``."""
     tokens, paragraph, sentence, token = dataset[item]
-    lines = [f"item {item} of {len(dataset)}: {len(tokens)} tokens", f"{'position':>8}  {'(par, sent, tok)':<18}  token"]
+    lines = [f"item {item} of {len(dataset)}: {len(tokens)} tokens",
+             f"{'position':>8}  {'(par, sent, tok)':<18}  token"]
     for position in range(len(tokens)):
         indexes = f"({paragraph[position]}, {sentence[position]}, {token[position]})"
         lines.append(f"{position:>8}  {indexes:<18}  {dictionary[tokens[position]]}")
@@ -33,7 +34,7 @@ def cli_main(argv=None) -> None:
         dataset = SplitReader(prefix)
     except (FileNotFoundError, ValueError) as err:
         print(f"segatron-inspect: error: {err}", file=sys.stderr)
-        raise SystemExit(1)
+        raise SystemExit(1) from None
     item = args.item + len(dataset) if args.item < 0 else args.item
     if not 0 <= item < len(dataset):
         print(f"segatron-inspect: error: item {args.item} out of range ({len(dataset)} items in {prefix})",

@@ -5,8 +5,18 @@ import os
 from typing import Dict, List
 
 from .atomic import atomic_path
-from .corpus_format import COMPLETE, FILES, METADATA_FILE, SPLITS, STATE, WRITING, dataset_files, \
-    dataset_prefixes, index_prefix, read_metadata
+from .corpus_format import (
+    COMPLETE,
+    FILES,
+    METADATA_FILE,
+    SPLITS,
+    STATE,
+    WRITING,
+    dataset_files,
+    dataset_prefixes,
+    index_prefix,
+    read_metadata,
+)
 from .staging import uninterrupted
 
 

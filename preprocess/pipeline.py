@@ -9,8 +9,18 @@ import logging
 import os
 from typing import Dict, List, Optional, Tuple
 
-from .corpus_format import BPE, BPE_CASED, BPE_VOCAB_SIZE, DICT_FILE, INPUT_FORMAT, SENTENCE_SPLITTER, \
-    SENTENCEPIECE, STREAM_STYLE, WORDPIECE, read_metadata
+from .corpus_format import (
+    BPE,
+    BPE_CASED,
+    BPE_VOCAB_SIZE,
+    DICT_FILE,
+    INPUT_FORMAT,
+    SENTENCE_SPLITTER,
+    SENTENCEPIECE,
+    STREAM_STYLE,
+    WORDPIECE,
+    read_metadata,
+)
 from .errors import PreprocessError
 from .inputs import check_text_file, input_files, load_dictionary
 from .jobs import plan_jobs, run_jobs
@@ -90,8 +100,14 @@ def run(args) -> None:
     splits, srcdict, metadata = check_run(args)
     from . import subwords
     from .binarize import Segmenter, Worker
-    from .resources import (Resources, build_dictionary, resolve_dictionary, resolve_splitter, resolve_subwords,
-                            resolve_wordpiece)
+    from .resources import (
+        Resources,
+        build_dictionary,
+        resolve_dictionary,
+        resolve_splitter,
+        resolve_subwords,
+        resolve_wordpiece,
+    )
 
     train_path = args.trainpref
     remove_abandoned(args.destdir)

@@ -59,7 +59,8 @@ def iter_lines(path: str, start: int, end: int) -> Iterator[Tuple[int, str]]:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as err:
                 raise PreprocessError(
-                    f"{path}: line {line_number(path, position)} is not valid UTF-8 ({err.reason} at byte {err.start} of the line)"
+                    f"{path}: line {line_number(path, position)} is not valid UTF-8 "
+                    f"({err.reason} at byte {err.start} of the line)"
                 ) from None
             yield position, text
             position += len(raw)

@@ -36,7 +36,6 @@ from .atomic import atomic_path
 from .corpus_format import LEGACY_PUNKT_FILE, PUNKT_DIR
 from .errors import PreprocessError
 
-
 RULES_VERSION = 1  # of the rules in sentence_numbers; part of a splitter's identity
 WIKITEXT_MARKUP = frozenset({"@.@", "@,@", "@-@"})
 TERMINALS = frozenset({".", "?", "!", "...", "...."})

@@ -9,7 +9,6 @@ import sentencepiece as spm
 from .atomic import atomic_path
 from .errors import PreprocessError
 
-
 DEFAULT_VOCAB_SIZE = 32000
 
 

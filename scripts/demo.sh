@@ -2,7 +2,7 @@
 # The demo: install if needed, binarize a generated WikiText-style corpus with
 # segatron-preprocess, train a tiny Segatron-XL and the Transformer-XL of the same
 # size with fairseq-train, score both with fairseq-eval-lm, print a perplexity table,
-# then pre-train a tiny SegaBERT (the README's feature examples use it).
+# then pre-train a tiny SegaBERT (the examples in docs/segabert.md and docs/segatron-xl.md use it).
 #
 #   bash scripts/demo.sh               # generated corpus, in demo_runs/
 #   bash scripts/demo.sh --data DIR    # your segatron-preprocess output (train/valid/test)

@@ -24,8 +24,9 @@ RUNTIME_PACKAGES=(
   "scikit-learn" "scipy" "tensorboardX" "matplotlib" "tokenizers" "safetensors"
 )
 # the oracles of the checkpoint importers and exporters: the Hugging Face classes that read and write those
-# formats (4.35.2: the last release before Transformer-XL was deprecated); sacremoses for its Transformer-XL tokenizer
-TEST_PACKAGES=("transformers==4.35.2" "sacremoses")
+# formats (4.35.2: the last release before Transformer-XL was deprecated); sacremoses for its Transformer-XL tokenizer;
+# ruff, the linter .ci/run runs (settings in pyproject.toml)
+TEST_PACKAGES=("transformers==4.35.2" "sacremoses" "ruff==0.17.6")
 
 log() { echo "[install] $*"; }
 die() { echo "[install] error: $*" >&2; exit 1; }

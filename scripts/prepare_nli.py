@@ -14,9 +14,8 @@ import argparse
 import os
 import sys
 
-from segatron_preprocess.atomic import atomic_path
-
 from segatron_fairseq.data.glue_tsv import GLUE_TASKS, GlueFormat, read_tsv
+from segatron_preprocess.atomic import atomic_path
 
 LABELS = ("contradiction", "entailment", "neutral")
 SNLI = GlueFormat((5, 6), 0, True, LABELS, ())

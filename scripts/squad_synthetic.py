@@ -70,12 +70,12 @@ def squad_file(path: str, source: str, contexts: int, max_words: int, seed: int)
                 current = []
         present = [True, True] if rng.random() < 0.5 else rng.sample([True, False], 2)  # a quarter unanswerable
         qas = []
-        for k, (name, fact, question) in enumerate(FACTS):
+        for k, (_name, fact, _question) in enumerate(FACTS):
             answer = rng.choice(candidates)
             if present[k]:
                 sentences.insert(rng.randrange(len(sentences) + 1), fact.format(answer).split())
         context = " ".join(" ".join(s) for s in sentences)
-        for k, (name, fact, question) in enumerate(FACTS):
+        for k, (_name, fact, question) in enumerate(FACTS):
             qid = f"{seed}-{number}-{k}"
             match = re.search(re.escape(fact.split("{}")[0]) + r"(\S+) \.", context)
             if match:

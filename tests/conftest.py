@@ -21,6 +21,7 @@ import traceback
 from pathlib import Path
 
 import pytest
+
 from segatron_fairseq import PLUGIN_DIR  # noqa: F401  (the --user-dir of every test)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,7 +40,7 @@ def pytest_configure(config):
     torch.set_num_threads(THREADS)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _entry_point(name: str):
     found = [e for e in importlib.metadata.entry_points(group="console_scripts") if e.name == name]
     if not found:

@@ -4,10 +4,10 @@ import os
 
 import pytest
 import sentencepiece as spm
-from fairseq.data import Dictionary, data_utils
-
 from conftest import run_cli
 from corpus import make_documents, write_jsonl, write_lines, write_wikitext
+from fairseq.data import Dictionary, data_utils
+
 from segatron_fairseq.data import SegmentIndexedDataset
 
 DATASET_FILES = [f"{split}{suffix}.{ext}" for split in ("train", "valid")
@@ -61,7 +61,8 @@ def test_tokens_and_dictionary_equal_fairseq_preprocess(wikitext):
     for name in ["dict.txt", "train.bin", "train.idx", "valid.bin", "valid.idx"]:
         assert (tmp / "ours" / name).read_bytes() == (tmp / "fairseq" / name).read_bytes(), name
     # and fairseq's own loader reads it
-    dataset = data_utils.load_indexed_dataset(str(tmp / "ours" / "train"), Dictionary.load(str(tmp / "ours" / "dict.txt")))
+    dictionary = Dictionary.load(str(tmp / "ours" / "dict.txt"))
+    dataset = data_utils.load_indexed_dataset(str(tmp / "ours" / "train"), dictionary)
     assert len(dataset) == len(SegmentIndexedDataset(str(tmp / "ours" / "train")))
 
 

@@ -10,7 +10,6 @@ import time
 
 import numpy as np
 import pytest
-
 from conftest import BIN, binarized_wikitext, fairseq_train, run_cli
 from corpus import make_documents, write_jsonl, write_lines, write_wikitext
 

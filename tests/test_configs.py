@@ -4,11 +4,11 @@ import re
 
 import pytest
 import torch
+from conftest import PLUGIN_DIR, ROOT, fairseq_train, run_cli
+from corpus import make_documents, write_lines, write_wikitext
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from conftest import PLUGIN_DIR, ROOT, fairseq_train, run_cli
-from corpus import make_documents, write_lines, write_wikitext
 from segatron_fairseq.models.segatron_xl_presets import MODEL_PRESETS, SEGMENT_PARTS, TRAINING_PRESETS
 
 CONFIG_DIR = str(ROOT / "segatron_fairseq" / "config")
@@ -29,6 +29,7 @@ def test_every_wt103_yaml_is_tested():
 def test_wt103_configs_compose_with_paper_settings(name, preset, model):
     from fairseq.dataclass.configs import FairseqConfig
     from fairseq.dataclass.initialize import add_defaults
+
     import segatron_fairseq  # noqa: F401  (registers the task, model and criterion)
 
     with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
@@ -54,6 +55,7 @@ def test_architectures_apply_their_preset(arch, preset, model):
     """--arch NAME gives the preset's fields (and the model's segment parts); the config's defaults are the
     WikiText-103 base preset."""
     from fairseq.models import ARCH_CONFIG_REGISTRY
+
     from segatron_fairseq.models.segatron_xl import SegatronXLConfig
 
     args = argparse.Namespace()

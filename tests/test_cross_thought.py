@@ -7,11 +7,11 @@ import sys
 
 import pytest
 import torch
+from conftest import ROOT, fairseq_train, run_cli
+from corpus import make_documents, write_wikitext
 from fairseq.data import Dictionary
 from fairseq.models import ARCH_CONFIG_REGISTRY
 
-from conftest import ROOT, fairseq_train, run_cli
-from corpus import make_documents, write_wikitext
 from segatron_fairseq.models.cross_thought import CrossThoughtModel
 
 
@@ -232,5 +232,6 @@ def test_sizes_are_checked_per_sequence_never_per_sample():
     indices = np.arange(2)
     kept = PerSequenceSizeCheck().filter_indices_by_size(indices, dataset, model.max_positions())
     assert kept.tolist() == [0, 1]
-    with pytest.raises(ValueError, match="2 samples hold a short sequence longer than 20 tokens.*sample 0 has one of 30"):
+    message = "2 samples hold a short sequence longer than 20 tokens.*sample 0 has one of 30"
+    with pytest.raises(ValueError, match=message):
         PerSequenceSizeCheck().filter_indices_by_size(indices, dataset, 20)

@@ -7,9 +7,9 @@ import re
 
 import pytest
 import torch
-
 from conftest import fairseq_train, run_cli
 from corpus import write_lines
+
 from segatron_fairseq.criterions.cross_thought_answer_selection import (
     CrossThoughtAnswerSelectionCriterion,
     answer_ranks,
@@ -109,7 +109,8 @@ def test_answer_selection_runs_with_100_candidates_and_long_texts(pretrained, tm
             for _ in range(n):
                 candidates = [" ".join(f"w{rng.randrange(9)}" for _ in range(rng.choice((5, 20, 90))))
                               for _ in range(100)]
-                f.write(json.dumps({"question": "w1 w2", "candidates": candidates, "answer": rng.randrange(100)}) + "\n")
+                example = {"question": "w1 w2", "candidates": candidates, "answer": rng.randrange(100)}
+                f.write(json.dumps(example) + "\n")
     long_texts = sum(len(c.split()) > 64 for split in ("train", "valid")
                      for line in (data / f"{split}.jsonl").read_text().splitlines()
                      for c in json.loads(line)["candidates"])

@@ -5,7 +5,6 @@ import argparse
 
 import torch
 import torch.nn.functional as F
-
 from conftest import run_cli
 
 DIM, HEADS, FFN, LAYERS, N = 16, 2, 32, 2, 5

@@ -153,12 +153,12 @@ def shell_blocks() -> List[Block]:
     return [block for page in PAGES for block in fenced_blocks(page) if block.language in SHELL_LANGUAGES]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def all_commands() -> Tuple[Command, ...]:
     return tuple(command for block in shell_blocks() for command in block_commands(block))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def console_scripts() -> Dict[str, str]:
     """setup.py's console scripts: name -> ``module:function``."""
     tree = ast.parse((ROOT / "setup.py").read_text(encoding="utf-8"))

@@ -3,7 +3,6 @@ for SegaBERT, plain BertForMaskedLM for the BERT baseline); features and MLM log
 exported tokenizer gives the ids our text encoder gives."""
 import pytest
 import torch
-
 from conftest import fairseq_train, run_cli
 from test_huggingface_importers import _hf_bert
 from test_wordpiece import SEGABERT, TEXT
@@ -148,9 +147,8 @@ def test_cross_thought_exports_with_an_encode_of_its_special_states(tmp_path, na
 def test_sentencepiece_corpus_exports_a_tokenizer_with_our_ids(tmp_path):
     """A SegaBERT pre-trained on a sentencepiece corpus: the exported tokenizer (the corpus's model and our
     dictionary, remote code) gives hub.encode's ids and token types, text and pairs, <mask> kept whole."""
-    from transformers import AutoModelForMaskedLM, AutoTokenizer
-
     from corpus import make_documents, write_wikitext
+    from transformers import AutoModelForMaskedLM, AutoTokenizer
 
     write_wikitext(tmp_path / "train.txt", make_documents(30, seed=61))
     run_cli("segatron-preprocess", "--input-format", "wikitext", "--trainpref", tmp_path / "train.txt",

@@ -7,7 +7,6 @@ import re
 
 import pytest
 import torch
-
 from conftest import PLUGIN_DIR, ROOT, fairseq_train, run_cli
 from corpus import make_documents, sentence, write_lines
 

@@ -4,7 +4,6 @@ import shutil
 from pathlib import Path
 
 import numpy as np
-
 from conftest import fairseq_train, run_cli
 
 DATA = Path(__file__).resolve().parent / "data"

@@ -5,7 +5,6 @@ import json
 import pytest
 import torch
 import transformers
-
 from conftest import run_cli
 
 assert transformers.__version__ == "4.35.2", transformers.__version__

@@ -4,7 +4,6 @@ import pathlib
 
 import pytest
 import torch
-
 from conftest import PLUGIN_DIR, ROOT, run_cli
 
 AUTHORS = ROOT.parent / "shared" / "fixtures" / "authors"

@@ -6,7 +6,6 @@ import re
 
 import pytest
 import torch
-
 from conftest import BIN, PLUGIN_DIR, ROOT
 
 

@@ -4,13 +4,13 @@ import json
 import re
 
 import pytest
-from segatron_preprocess import sentences, subwords
-
 from conftest import fairseq_train
+
 from segatron_fairseq.data.multiple_choice_dataset import option_layout
 from segatron_fairseq.data.race import read_race
 from segatron_fairseq.data.span_windows import tokenize_context
 from segatron_fairseq.segments import TABLE_SIZES as SEGMENT_TABLE_SIZES
+from segatron_preprocess import sentences, subwords
 
 TRAIN_TEXT = "The crab lives near the reef . It hides under a ledge . Dr. Jones counted the crabs . " * 40
 

@@ -8,11 +8,8 @@ import sys
 
 import pytest
 import torch
-from segatron_preprocess import sentences, subwords
-
 from conftest import ROOT, fairseq_train, run_cli
 
-from segatron_fairseq.evaluation import squad_metrics
 from segatron_fairseq.data.span_windows import (
     SpanWindowDataset,
     answer_tokens,
@@ -21,9 +18,11 @@ from segatron_fairseq.data.span_windows import (
     tokenize_context,
 )
 from segatron_fairseq.data.squad_json import read_squad
-from segatron_fairseq.segments import TABLE_SIZES as SEGMENT_TABLE_SIZES
+from segatron_fairseq.evaluation import squad_metrics
 from segatron_fairseq.evaluation.span_answers import QuestionAnswers, best_spans
 from segatron_fairseq.evaluation.squad_metrics import QuestionResult
+from segatron_fairseq.segments import TABLE_SIZES as SEGMENT_TABLE_SIZES
+from segatron_preprocess import sentences, subwords
 
 TRAIN_TEXT = "The crab lives near the reef . It hides under a ledge . Dr. Jones counted the crabs . " * 40
 
@@ -186,7 +185,8 @@ def test_fine_tuned_segabert_extracts_answers_far_above_the_baselines(tmp_path):
 
     write_wikitext(tmp_path / "wiki.tokens", make_documents(400, seed=3))
     proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "squad_synthetic.py"), "--wikitext",
-                           str(tmp_path / "wiki.tokens"), "--workdir", str(tmp_path / "work"), "--pretrain-updates", "30",
+                           str(tmp_path / "wiki.tokens"), "--workdir", str(tmp_path / "work"),
+                           "--pretrain-updates", "30",
                            "--train-contexts", "200", "--dev-contexts", "40", "--epochs", "10", "--max-words", "40"],
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                           env=dict(os.environ, OMP_NUM_THREADS="1"))

@@ -4,10 +4,10 @@ import re
 import numpy as np
 import pytest
 import torch
-from fairseq.data import Dictionary
-
 from conftest import PLUGIN_DIR, fairseq_train, free_port, run_cli
 from corpus import make_documents, write_wikitext
+from fairseq.data import Dictionary
+
 from segatron_fairseq.data import DocumentExampleDataset, SegmentIndexedDataset
 
 LIMITS = {"paragraph": 50, "sentence": 100, "token": 256}
@@ -98,8 +98,9 @@ def test_examples_depend_on_seed_epoch_and_index_only(data):
 
 
 def test_embedding_is_the_sum_of_four_tables(data):
-    from segatron_fairseq.tasks.segabert_mlm import SegaBERTMLMConfig, SegaBERTMLMTask
     from fairseq import options
+
+    from segatron_fairseq.tasks.segabert_mlm import SegaBERTMLMConfig, SegaBERTMLMTask
 
     task = SegaBERTMLMTask.setup_task(SegaBERTMLMConfig(data=str(data / "bin"), tokens_per_sample=64, seed=1))
     for arch, segments in (("segabert_tiny", True), ("segabert_bert_tiny", False)):

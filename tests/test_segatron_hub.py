@@ -8,7 +8,6 @@ import shutil
 import numpy as np
 import pytest
 import torch
-
 from conftest import PLUGIN_DIR, fairseq_train, run_cli
 from corpus import make_documents, write_wikitext
 
@@ -19,8 +18,8 @@ def trained(segatron_xl_trained):
 
 
 def test_score_equals_fairseq_eval_lm_on_the_binarized_text(trained, tmp_path):
-    from segatron_fairseq.models.segatron_xl import SegatronXLModel
     from segatron_fairseq.evaluation.token_losses import read_stream, token_losses
+    from segatron_fairseq.models.segatron_xl import SegatronXLModel
 
     reference = tmp_path / "bin"
     shutil.copytree(trained / "bin", reference)  # its dictionary and Punkt model, for the new split
@@ -115,8 +114,8 @@ def test_loss_by_boundary_groups_every_token_once(trained):
 def test_generation_flags_follow_the_binarizer(trained):
     """Tokens pushed one at a time get the sentence / paragraph starts the binarizer gave them in whole
     paragraphs (the generated text's flags follow the training data's rules)."""
-    from segatron_preprocess.text_encoder import GenerationIndexer, TextEncoder
     from segatron_fairseq.evaluation.token_losses import read_stream
+    from segatron_preprocess.text_encoder import GenerationIndexer, TextEncoder
 
     tokens, sentence_starts, paragraph_starts = read_stream(str(trained / "bin" / "valid"))
     encoder = TextEncoder(str(trained / "bin"))
@@ -202,8 +201,8 @@ def test_generator_temperature_is_exact_with_an_adaptive_softmax(trained):
     so the tempered distribution is log_softmax(log p / T), with an adaptive softmax as well."""
     from omegaconf import open_dict
 
-    from segatron_fairseq.models.segatron_xl import SegatronXLModel
     from segatron_fairseq.hub.segatron_xl import SegatronXLHubInterface
+    from segatron_fairseq.models.segatron_xl import SegatronXLModel
 
     lm = SegatronXLModel.from_pretrained(str(trained / "ckpt"), "checkpoint_last.pt", str(trained / "bin"))
     cfg = copy.deepcopy(lm.model.decoder.cfg)

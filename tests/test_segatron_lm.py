@@ -4,8 +4,8 @@ import re
 import numpy as np
 import pytest
 import torch
-
 from conftest import PLUGIN_DIR, binarized_wikitext, fairseq_train, free_port, run_cli
+
 from segatron_fairseq.data import SegmentIndexedDataset, SegmentStreamDataset
 
 TRAIN = ["--no-epoch-checkpoints", "--log-format", "simple", "--log-interval", 1, "--seed", 3]
@@ -39,7 +39,7 @@ def test_stream_rows_cover_every_token_once_in_order(data, batch_size, tgt_len, 
         stream = SegmentStreamDataset(corpus, d.eos(), d.pad(), batch_size, tgt_len, shards, shard)
         batches = [stream.collater([stream[k]]) for k in range(len(stream))]
         for row in range(batch_size):
-            def row_of(key):
+            def row_of(key, row=row, batches=batches):
                 return torch.cat([b[key][row] if key == "target" else b["net_input"][key][row] for b in batches])
             keep = row_of("target") != d.pad()
             targets.append(row_of("target")[keep])

@@ -4,7 +4,6 @@ import ast
 import pathlib
 
 import numpy as np
-from segatron_preprocess.corpus_format import INDEX_NAMES
 
 from segatron_fairseq.segments import (
     LEVELS,
@@ -16,6 +15,7 @@ from segatron_fairseq.segments import (
     fit_to_table,
     shorten_longest,
 )
+from segatron_preprocess.corpus_format import INDEX_NAMES
 
 PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "segatron_fairseq"
 BOS, EOS = 0, 2

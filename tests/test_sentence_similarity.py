@@ -7,9 +7,9 @@ import sys
 import numpy as np
 import pytest
 import torch
+from conftest import ROOT, fairseq_train, run_cli
 from scipy import stats
 
-from conftest import ROOT, fairseq_train, run_cli
 from segatron_fairseq.cli.sts import read_sts
 from segatron_fairseq.evaluation.sentence_embeddings import pool
 
@@ -85,11 +85,11 @@ def _nli_files(root, rng):
     for name, n in (("train", 60), ("dev", 12)):
         rows = [(" ".join(rng.choice(WORDS) for _ in range(5)), " ".join(rng.choice(WORDS) for _ in range(4)),
                  rng.choice(labels + ["-"])) for _ in range(n)]
-        (snli / f"snli_1.0_{name}.txt").write_text(header + "".join(f"{l}\t(\t(\t(\t(\t{a}\t{b}\tc\tp\n"
-                                                                    for a, b, l in rows))
+        (snli / f"snli_1.0_{name}.txt").write_text(header + "".join(f"{label}\t(\t(\t(\t(\t{a}\t{b}\tc\tp\n"
+                                                                    for a, b, label in rows))
         mnli_name = "train.tsv" if name == "train" else "dev_matched.tsv"
-        (mnli / mnli_name).write_text(mnli_header + "".join(f"{k}\t1\t1e\tgov\t(\t(\t(\t(\t{a}\t{b}\t{l}\t{l}\n"
-                                                            for k, (a, b, l) in enumerate(rows) if l != "-"))
+        (mnli / mnli_name).write_text(mnli_header + "".join(f"{k}\t1\t1e\tgov\t(\t(\t(\t(\t{a}\t{b}\t{label}\t{label}\n"
+                                                            for k, (a, b, label) in enumerate(rows) if label != "-"))
     return snli, mnli
 
 

@@ -3,9 +3,9 @@ import os
 from pathlib import Path
 
 import pytest
-from segatron_preprocess import readers, sentences
-
 from conftest import ROOT
+
+from segatron_preprocess import readers, sentences
 
 GOLD = Path(__file__).resolve().parent / "data" / "sentence_gold" / "wikitext2-valid.sentences.txt"
 WIKITEXT2_VALID = ROOT.parent / "shared" / "data" / "wikitext2" / "wiki.valid.tokens"

@@ -2,7 +2,6 @@
 BertTokenizerFast is the oracle), so an imported SegaBERT sees its own pieces."""
 import pytest
 import torch
-
 from conftest import PLUGIN_DIR, ROOT, run_cli  # noqa: F401
 
 SEGABERT = ROOT.parent / "shared" / "fixtures" / "authors" / "segabert"

@@ -133,8 +133,9 @@ def main():
         print(json.dumps(measure(args)))
         return
     best = run_interleaved(__file__, sys.argv[1:], list(ARCHS), args.repeats)
-    print(f"\nwidth {args.dim}, {args.layers} layers, {args.batch_size} x {args.num_sequences} x {args.sequence_length} "
-          f"tokens per step, {args.dtype} on {best['roberta']['device']}")
+    print(f"\nwidth {args.dim}, {args.layers} layers, "
+          f"{args.batch_size} x {args.num_sequences} x {args.sequence_length} tokens per step, "
+          f"{args.dtype} on {best['roberta']['device']}")
     report(best["roberta"], best["cross_thought"], "target >= 0.80x")
 
 

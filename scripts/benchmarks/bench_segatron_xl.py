@@ -1,7 +1,8 @@
 """Training throughput and peak memory: Segatron-XL vs Transformer-XL, same code and width.
 
     python scripts/benchmarks/bench_segatron_xl.py [--layers 4] [--dim 410] [--vocab 20000] [--cutoffs A,B]
-                                        [--batch-size 8] [--tgt-len 150] [--mem-len 150] [--steps 20] [--repeats 2] [--dtype float32|bf16|fp16]
+                                        [--batch-size 8] [--tgt-len 150] [--mem-len 150] [--steps 20] [--repeats 2]
+                                        [--dtype float32|bf16|fp16]
 
 Each measurement runs in a fresh process (so peak memory is its own): forward,
 the ``segatron_lm_loss`` criterion, backward and an Adam step on a synthetic

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
 import torch
+
 from segatron_preprocess.atomic import atomic_path
 from segatron_preprocess.corpus_format import DICT_FILE, SENTENCEPIECE_FILE
 
@@ -310,7 +311,7 @@ def cli_main(argv=None) -> None:
         main(args)
     except (ValueError, FileNotFoundError, TypeError) as err:
         print(f"cross-thought-rank: error: {err}", file=sys.stderr)
-        raise SystemExit(1)
+        raise SystemExit(1) from None
 
 
 if __name__ == "__main__":

@@ -13,12 +13,12 @@ from segatron_fairseq.cli.conversion_commands import new_parser, run
 
 def _hf(args) -> str:
     from fairseq import checkpoint_utils
-    from segatron_preprocess import subwords
-    from segatron_preprocess.corpus_format import read_metadata
 
     from segatron_fairseq.conversion.exporters import huggingface_bert, huggingface_cross_thought
     from segatron_fairseq.models.cross_thought import CrossThoughtModel
     from segatron_fairseq.models.segabert import SegaBERTModel
+    from segatron_preprocess import subwords
+    from segatron_preprocess.corpus_format import read_metadata
 
     models, _, task = checkpoint_utils.load_model_ensemble_and_task([args.checkpoint],
                                                                     arg_overrides={"data": args.data})

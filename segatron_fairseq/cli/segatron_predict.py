@@ -47,8 +47,8 @@ def _write_json(path: str, value) -> None:
 
 @torch.no_grad()
 def _squad(args) -> str:
-    from segatron_fairseq.evaluation import squad_metrics
     from segatron_fairseq.data.squad_json import read_squad
+    from segatron_fairseq.evaluation import squad_metrics
     from segatron_fairseq.evaluation.span_answers import QuestionAnswers, best_spans, span_logits
     from segatron_fairseq.tasks.segabert_squad import SegaBERTSquadTask
 
@@ -82,10 +82,9 @@ def _squad(args) -> str:
 
 @torch.no_grad()
 def _glue(args) -> str:
-    from segatron_preprocess.atomic import atomic_path
-
     from segatron_fairseq.data.glue_tsv import GLUE_DIAGNOSTIC, GLUE_TEST_FILES, read_test_tsv
     from segatron_fairseq.tasks.segabert_sentence_prediction import SegaBERTSentencePredictionTask
+    from segatron_preprocess.atomic import atomic_path
 
     if args.glue_task not in GLUE_TEST_FILES:
         raise ValueError(f"--glue-task {args.glue_task}: choose from {', '.join(GLUE_TEST_FILES)}")

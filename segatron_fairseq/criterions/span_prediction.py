@@ -13,8 +13,8 @@ from fairseq.criterions import FairseqCriterion, register_criterion
 from fairseq.dataclass import FairseqDataclass
 from fairseq.logging.meters import Meter
 
-from segatron_fairseq.evaluation import squad_metrics
 from segatron_fairseq.criterions.example_metrics import log_loss_per_example
+from segatron_fairseq.evaluation import squad_metrics
 from segatron_fairseq.evaluation.span_answers import QuestionAnswers, WindowAnswer, best_spans, span_logits
 
 

@@ -25,9 +25,8 @@ import numpy as np
 import torch
 from fairseq.data import FairseqDataset
 
-from segatron_preprocess.corpus_format import INDEX_NAMES, document_starts, sentence_starts
-
 from segatron_fairseq.segments import Layout, Text, build_layout
+from segatron_preprocess.corpus_format import INDEX_NAMES, document_starts, sentence_starts
 
 from .segment_indexed_dataset import SegmentIndexedDataset
 

@@ -20,9 +20,9 @@ words):
 from typing import List, Sequence, Tuple
 
 import torch
-from segatron_preprocess.corpus_format import INDEX_NAMES
 
 from segatron_fairseq.segments import Text, build_layout
+from segatron_preprocess.corpus_format import INDEX_NAMES
 
 from .example_list_dataset import ExampleListDataset, segment_net_input
 from .span_windows import TokenizedText

@@ -2,6 +2,7 @@
 dataset: items are ``SegmentItem``s (token ids and their paragraph / sentence
 / token indexes), sizes their token counts."""
 from fairseq.data import FairseqDataset
+
 from segatron_preprocess.split_reader import SegmentItem, SplitReader
 
 __all__ = ["SegmentIndexedDataset", "SegmentItem"]

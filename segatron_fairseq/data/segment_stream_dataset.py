@@ -28,6 +28,7 @@ import math
 import numpy as np
 import torch
 from fairseq.data import FairseqDataset
+
 from segatron_preprocess.corpus_format import paragraph_starts, sentence_starts
 
 from .segment_indexed_dataset import SegmentIndexedDataset

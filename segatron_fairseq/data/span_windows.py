@@ -33,10 +33,10 @@ from typing import Callable, List, Optional, Sequence, Tuple
 
 import torch
 from fairseq.data import data_utils
-from segatron_preprocess import sentences
-from segatron_preprocess.corpus_format import INDEX_NAMES
 
 from segatron_fairseq.segments import Text, build_layout
+from segatron_preprocess import sentences
+from segatron_preprocess.corpus_format import INDEX_NAMES
 
 from .example_list_dataset import ExampleListDataset, segment_net_input
 

@@ -5,6 +5,7 @@ do not need)."""
 from typing import Callable, List
 
 from fairseq.data import Dictionary
+
 from segatron_preprocess import subwords
 from segatron_preprocess.corpus_format import read_metadata
 

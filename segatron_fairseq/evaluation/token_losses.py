@@ -5,9 +5,9 @@ from typing import Tuple
 import numpy as np
 import torch
 from fairseq import checkpoint_utils
-from segatron_preprocess.corpus_format import paragraph_starts, sentence_starts
 
 from segatron_fairseq.data.segment_indexed_dataset import SegmentIndexedDataset
+from segatron_preprocess.corpus_format import paragraph_starts, sentence_starts
 
 
 def read_stream(prefix: str) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:

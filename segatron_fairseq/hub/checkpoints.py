@@ -22,9 +22,9 @@ from typing import Any, Dict, Optional
 from fairseq import checkpoint_utils, tasks
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf, overwrite_args_by_name
 from fairseq.models import ARCH_MODEL_NAME_REGISTRY
-from segatron_preprocess.corpus_format import DICT_FILE
 
 from segatron_fairseq.segments import MASK_SYMBOL
+from segatron_preprocess.corpus_format import DICT_FILE
 
 DEFAULT_CHECKPOINT = "checkpoint_best.pt"  # fairseq-train's best checkpoint
 # what each model's hub interface offers, for the error on a checkpoint of another model

@@ -20,12 +20,12 @@ from typing import Dict, List, Optional, Tuple, Union
 
 import numpy as np
 import torch
-from segatron_preprocess.text_encoder import TextEncoder
 from torch import nn
 
 from segatron_fairseq.data.document_examples import example_layout
 from segatron_fairseq.data.sentence_prediction_dataset import segment_layout
 from segatron_fairseq.segments import MASK_SYMBOL, TABLE_SIZES
+from segatron_preprocess.text_encoder import TextEncoder
 
 
 class SegaBERTHubInterface(nn.Module):

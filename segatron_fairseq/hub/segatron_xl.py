@@ -22,11 +22,11 @@ from typing import Dict, List, Optional, Sequence, Union
 import torch
 from fairseq import utils
 from omegaconf import open_dict
-from segatron_preprocess.text_encoder import EncodedText, GenerationIndexer, TextEncoder
 from torch import nn
 
-from segatron_fairseq.generation.sampling import sample_tokens
 from segatron_fairseq.evaluation.token_losses import stream_inputs, stream_losses
+from segatron_fairseq.generation.sampling import sample_tokens
+from segatron_preprocess.text_encoder import EncodedText, GenerationIndexer, TextEncoder
 
 
 class SegatronXLHubInterface(nn.Module):

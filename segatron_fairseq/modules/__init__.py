@@ -1,5 +1,6 @@
 from .biased_adaptive_softmax import BiasedAdaptiveSoftmax
 from .cross_sequence_layer import CrossSequenceLayer
+from .segatron_xl_layer import SegatronXLLayer
 from .segment_distances import (
     ORIGINS,
     SegmentDistances,
@@ -9,7 +10,6 @@ from .segment_distances import (
     sinusoid_table,
 )
 from .segment_relative_attention import SegmentRelativeMultiheadAttention, rel_shift
-from .segatron_xl_layer import SegatronXLLayer
 
 __all__ = [
     "BiasedAdaptiveSoftmax",

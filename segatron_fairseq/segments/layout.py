@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Dict, List, Mapping, NamedTuple, Sequence
 
 import numpy as np
+
 from segatron_preprocess.corpus_format import INDEX_NAMES
 
 from .levels import fit_to_table

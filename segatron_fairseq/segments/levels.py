@@ -12,6 +12,7 @@ order.
 from typing import Tuple
 
 import numpy as np
+
 from segatron_preprocess.corpus_format import INDEX_NAMES
 
 LEVELS = INDEX_NAMES[::-1]  # ("token", "sentence", "paragraph")

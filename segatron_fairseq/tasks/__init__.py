@@ -3,9 +3,9 @@ from . import (  # noqa: F401  (register the tasks)
     cross_thought_mlm,
     cross_thought_pair_classification,
     segabert_mlm,
+    segabert_multiple_choice,
     segabert_sentence_prediction,
     segabert_siamese_nli,
-    segabert_multiple_choice,
     segabert_squad,
     segatron_lm,
 )

@@ -9,9 +9,9 @@ import torch
 from fairseq.data import Dictionary
 from fairseq.dataclass import FairseqDataclass
 from omegaconf import II
-from segatron_preprocess.corpus_format import BPE, DICT_FILE, METADATA_FILE, NO_BPE, WORDPIECE, read_metadata
 
 from segatron_fairseq.segments import MASK_SYMBOL
+from segatron_preprocess.corpus_format import BPE, DICT_FILE, METADATA_FILE, NO_BPE, WORDPIECE, read_metadata
 
 
 @dataclass

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from fairseq.tasks import register_task
 
 from segatron_fairseq.data.siamese_pair_dataset import SiamesePairDataset
-from segatron_fairseq.models.task_heads import SiameseHead
 from segatron_fairseq.evaluation.sentence_embeddings import POOLINGS
+from segatron_fairseq.models.task_heads import SiameseHead
 from segatron_fairseq.tasks.segabert_sentence_prediction import (
     SegaBERTSentencePredictionConfig,
     SegaBERTSentencePredictionTask,

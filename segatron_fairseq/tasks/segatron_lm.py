@@ -43,13 +43,13 @@ from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from fairseq.distributed import utils as distributed_utils
 from fairseq.tasks import register_task
 from omegaconf import II
-from segatron_preprocess.corpus_format import DICT_FILE
-from segatron_preprocess.text_encoder import GenerationIndexer, TextEncoder
 
 from segatron_fairseq.data import SegmentIndexedDataset, SegmentStreamDataset
 from segatron_fairseq.models.segatron_xl_decoding import GenerationSetup
 from segatron_fairseq.segments import SEGMENT_LEVELS
 from segatron_fairseq.tasks.single_dictionary_task import SingleDictionaryTask
+from segatron_preprocess.corpus_format import DICT_FILE
+from segatron_preprocess.text_encoder import GenerationIndexer, TextEncoder
 
 logger = logging.getLogger(__name__)
 

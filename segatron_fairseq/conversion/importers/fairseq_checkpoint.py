@@ -9,11 +9,11 @@ from fairseq import options, tasks
 from fairseq.data import Dictionary
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 from omegaconf import OmegaConf
-from segatron_preprocess.atomic import atomic_path
-from segatron_preprocess.corpus_format import DICT_FILE
 from torch import Tensor
 
 from segatron_fairseq import PLUGIN_DIR
+from segatron_preprocess.atomic import atomic_path
+from segatron_preprocess.corpus_format import DICT_FILE
 
 
 def write_checkpoint(directory: str, dictionary: Dictionary, task: str, arguments: List[str],

@@ -7,7 +7,7 @@ from conftest import ROOT
 
 from segatron_preprocess import readers, sentences
 
-GOLD = Path(__file__).resolve().parent / "data" / "sentence_gold" / "wikitext2-valid.sentences.txt"
+GOLD = Path(__file__).resolve().parents[1] / "data" / "sentence_gold" / "wikitext2-valid.sentences.txt"
 WIKITEXT2_VALID = ROOT.parent / "shared" / "data" / "wikitext2" / "wiki.valid.tokens"
 TRAIN_TEXT = ("The crab lives near the reef . It hides under a ledge . Mr. Smith saw it at St. Mary 's Bay . "
               "Dr. Jones counted 3 @.@ 5 crabs per metre . The U.S. survey agreed . ") * 40

@@ -17,7 +17,7 @@ from segatron_fairseq.segments import (
 )
 from segatron_preprocess.corpus_format import INDEX_NAMES
 
-PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "segatron_fairseq"
+PACKAGE = pathlib.Path(__file__).resolve().parents[2] / "segatron_fairseq"
 BOS, EOS = 0, 2
 
 

@@ -31,7 +31,7 @@ from unittest import mock
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 # a path that starts with one of these is a file of the repository
 REPO_DIRS = ("segatron_fairseq", "preprocess", "scripts", "tests", "docs")

@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 from conftest import fairseq_train, run_cli
 
-DATA = Path(__file__).resolve().parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"  # tests/data
 OLD = DATA / "binarized-0.1.0"
 TEXT = DATA / "corpus-0.1.0"
 FILES = [f"{split}{suffix}.{ext}" for split in ("train", "valid") for suffix in ("", ".paragraph", ".sentence",

@@ -74,6 +74,39 @@ def _stop_data_threads() -> None:
         iterators._stop_consumers()
 
 
+def _forget_earlier_runs() -> None:
+    """What fairseq keeps at module level from one run to the next, as a new process has it: the best validation
+    loss (``save_checkpoint.best``: whether checkpoint_best.pt is written), early stopping's counters, and the
+    tensorboard writers of each split."""
+    from fairseq import checkpoint_utils
+    from fairseq.logging import progress_bar
+    from fairseq_cli import train
+
+    leftovers = {checkpoint_utils.save_checkpoint: ("best",), train.should_stop_early: ("best", "num_runs")}
+    for function, names in leftovers.items():
+        for name in names:
+            if hasattr(function, name):
+                delattr(function, name)
+    for writer in progress_bar._tensorboard_writers.values():
+        writer.close()
+    progress_bar._tensorboard_writers.clear()
+
+
+@contextlib.contextmanager
+def _kept_random_state():
+    """The test's random state (Python, numpy, torch) as it was before a run that reseeds it."""
+    import numpy as np
+    import torch
+
+    states = random.getstate(), np.random.get_state(), torch.get_rng_state()
+    try:
+        yield
+    finally:
+        random.setstate(states[0])
+        np.random.set_state(states[1])
+        torch.set_rng_state(states[2])
+
+
 @contextlib.contextmanager
 def _fresh_hydra_version_base():
     """Hydra's compatibility level as a new process has it (unset): a test that composed a config with
@@ -94,13 +127,26 @@ DATA_IN_THIS_PROCESS = {name: ["--num-workers", "0"]
                         for name in ("fairseq-train", "fairseq-eval-lm", "fairseq-generate", "fairseq-interactive",
                                      "fairseq-validate")}
 DATA_IN_THIS_PROCESS["fairseq-hydra-train"] = ["dataset.num_workers=0"]
+# launchers of other processes: a test runs them with separate_process=True
+SEPARATE_PROCESS_ONLY = ("torchrun",)
+
+
+def _with_data_in_this_process(name, argv):
+    """``argv`` with the command's DATA_IN_THIS_PROCESS option, unless the test gives that option itself."""
+    extra = DATA_IN_THIS_PROCESS.get(name, [])
+    if not extra or any(arg.split("=")[0] == extra[0].split("=")[0] for arg in argv):
+        return argv
+    return argv + extra
 
 
 def _run_in_process(name, argv, cwd):
+    if name in SEPARATE_PROCESS_ONLY:
+        raise ValueError(f"{name} starts processes of its own: run it with separate_process=True")
     function = _entry_point(name)
-    argv = argv + DATA_IN_THIS_PROCESS.get(name, [])
+    argv = _with_data_in_this_process(name, argv)
     saved_argv, saved_cwd = sys.argv, os.getcwd()
-    with _captured_output() as buffer, _fresh_hydra_version_base():
+    _forget_earlier_runs()
+    with _captured_output() as buffer, _fresh_hydra_version_base(), _kept_random_state():
         sys.argv = [name, *argv]
         if cwd is not None:
             os.chdir(cwd)

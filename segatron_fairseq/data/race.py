@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass
 from typing import List, Tuple
 
-LEVELS = ("middle", "high")
+RACE_LEVELS = ("middle", "high")
 LETTERS = "ABCD"
 
 
@@ -23,7 +23,8 @@ class RaceQuestion:
 
 def read_race(directory: str) -> List[RaceQuestion]:
     """Every question under ``directory`` (one split: its ``middle/`` and ``high/``), files in name order."""
-    files = [(level, path) for level in LEVELS for path in sorted(glob.glob(os.path.join(directory, level, "*.txt")))]
+    files = [(level, path) for level in RACE_LEVELS
+             for path in sorted(glob.glob(os.path.join(directory, level, "*.txt")))]
     if not files:
         raise FileNotFoundError(f"{directory}: no RACE files (expected {os.path.join(directory, 'middle', '*.txt')} "
                                 f"and {os.path.join(directory, 'high', '*.txt')})")

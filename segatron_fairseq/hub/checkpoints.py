@@ -12,7 +12,10 @@ nowhere else.
   embeds.
 
 The corpus takes the place of the checkpoint's ``data``, or of its
-``pretrain_data`` when it was fine-tuned (the task's own files stay).
+``pretrain_data`` when it was fine-tuned (the task's own files stay). A model
+listed in ``CORPUS_TASKS`` gets that task on the corpus instead of the
+checkpoint's own: Cross-Thought's hub needs only the corpus's dictionary and
+sub-words, and a fine-tuned checkpoint's task would read its fine-tuning files.
 """
 import os
 import re
@@ -30,6 +33,8 @@ DEFAULT_CHECKPOINT = "checkpoint_best.pt"  # fairseq-train's best checkpoint
 # what each model's hub interface offers, for the error on a checkpoint of another model
 HUB_USES = {"segatron_xl": "Segatron-XL scoring and generation", "segabert": "SegaBERT features and predictions",
             "cross_thought": "Cross-Thought embeddings and ranking"}
+# model -> the registered task its hub sets up on the corpus, whatever task the checkpoint was trained with
+CORPUS_TASKS = {"cross_thought": "cross_thought_mlm"}
 _ADAPTIVE_INPUT_BAND = re.compile(r"decoder\.embed_tokens\.embeddings\.\d+\.0\.weight")
 
 
@@ -88,7 +93,11 @@ def load_checkpoint(path: str, model: str, corpus: str, overrides: Optional[Dict
     overrides = {"pretrain_data" if "pretrain_data" in task_cfg else "data": corpus, **(overrides or {})}
     _override(state, overrides)
     cfg = convert_namespace_to_omegaconf(state["args"]) if state.get("args") is not None else state["cfg"]
-    task = tasks.setup_task(cfg.task)
+    if model in CORPUS_TASKS:
+        task_name = CORPUS_TASKS[model]
+        task = tasks.TASK_REGISTRY[task_name].setup_task(tasks.TASK_DATACLASS_REGISTRY[task_name](data=corpus))
+    else:
+        task = tasks.setup_task(cfg.task)
     rows, dictionary = embedded_symbols(state["model"]), task.source_dictionary
     if rows is not None and rows != len(dictionary):
         with_mask = f" (with {MASK_SYMBOL})" if MASK_SYMBOL in dictionary.indices else ""

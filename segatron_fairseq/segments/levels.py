@@ -29,8 +29,9 @@ def fit_to_table(values: np.ndarray, rows: int) -> Tuple[np.ndarray, bool, bool]
                   [ 0  3 60]    -> [ 0  3 49]     clipped (0 cannot move)
                   [ 5 60]       -> [ 0 49]        shifted and clipped
 
-    An input that holds a 0 of the level (every fine-tuning layout: its first
-    text starts at 0) is only clipped."""
+    An input that holds a 0 of the level is only clipped: every fine-tuning
+    layout holds one (a context or article starts at sentence 0 and its first
+    paragraph; a question is paragraph 0, its tokens from 0)."""
     shifted = clipped = False
     if values.size and values.max() >= rows:
         shift = min(int(values.max()) - (rows - 1), int(values.min()))

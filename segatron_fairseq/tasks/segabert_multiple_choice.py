@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from fairseq.tasks import register_task
 
 from segatron_fairseq.data.multiple_choice_dataset import MultipleChoiceDataset, option_layout
-from segatron_fairseq.data.race import LEVELS, read_race
+from segatron_fairseq.data.race import RACE_LEVELS, read_race
 from segatron_fairseq.data.span_windows import ContextTokenizer
 from segatron_fairseq.segments import TABLE_SIZES, shorten_longest
 from segatron_fairseq.tasks.finetuning_task import FinetuningConfig, FinetuningTask
@@ -35,7 +35,7 @@ class SegaBERTMultipleChoiceConfig(FinetuningConfig):
 
 @register_task("segabert_multiple_choice", dataclass=SegaBERTMultipleChoiceConfig)
 class SegaBERTMultipleChoiceTask(FinetuningTask):
-    groups = LEVELS
+    groups = RACE_LEVELS
 
     def __init__(self, cfg: SegaBERTMultipleChoiceConfig, dictionary):
         super().__init__(cfg, dictionary)

@@ -115,6 +115,21 @@ def test_preprocess_train_eval_resume(tmp_path, cli):
     assert "Loaded checkpoint" in out and _num_updates(tmp_path / "fresh" / "checkpoint_last.pt") == 2
 
 
+def test_each_run_in_the_test_process_starts_as_a_new_process(tmp_path, cli):
+    """fairseq keeps the best validation loss of a run at module level; a run in the test process after a better one
+    still writes its own checkpoint_best.pt (``conftest._forget_earlier_runs``)."""
+    write_corpus(tmp_path / "train.txt", 300, seed=0)
+    write_corpus(tmp_path / "valid.txt", 40, seed=1)
+    data = tmp_path / "bin"
+    cli("fairseq-preprocess", "--only-source", "--trainpref", tmp_path / "train.txt",
+        "--validpref", tmp_path / "valid.txt", "--destdir", data, "--workers", 1)
+    runs = [cli("fairseq-train", *_train_args(data, tmp_path / name, updates)) for name, updates in (("long", 30),
+                                                                                                   ("short", 1))]
+    long_loss, short_loss = (float(re.findall(r"valid on 'valid' subset \| loss ([0-9.]+)", out)[-1]) for out in runs)
+    assert short_loss > long_loss  # the earlier run was the better one
+    assert (tmp_path / "short" / "checkpoint_best.pt").is_file()
+
+
 @pytest.mark.end_to_end
 def test_hydra_train_with_project_config(tmp_path, cli):
     write_corpus(tmp_path / "train.txt", 200, seed=2)

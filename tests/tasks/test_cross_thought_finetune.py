@@ -42,14 +42,15 @@ def pretrained(cross_thought_trained):
     return cross_thought_trained
 
 
-FINETUNE = ["--reset-optimizer", "--reset-dataloader", "--reset-meters", "--reset-lr-scheduler", "--no-save",
+FINETUNE = ["--reset-optimizer", "--reset-dataloader", "--reset-meters", "--reset-lr-scheduler",
             "--log-format", "simple", "--seed", 1]
 
 
-def _finetune(data, pretrained, task, criterion, save_dir, *extra):
-    """fairseq-train of ``task`` from the pre-trained cross_thought_tiny."""
+def _finetune(data, pretrained, task, criterion, save_dir, *extra, save=False):
+    """fairseq-train of ``task`` from the pre-trained cross_thought_tiny (``save``: the last checkpoint only)."""
+    saving = ["--no-epoch-checkpoints", "--no-last-checkpoints"] if save else ["--no-save"]
     return fairseq_train(data, task=task, arch="cross_thought_tiny", criterion=criterion, save_dir=save_dir,
-                         extra=[*FINETUNE, "--pretrain-data", pretrained / "bin", "--restore-file",
+                         extra=[*FINETUNE, *saving, "--pretrain-data", pretrained / "bin", "--restore-file",
                                 pretrained / "ckpt" / "checkpoint_last.pt", *extra])
 
 
@@ -116,12 +117,18 @@ def test_answer_selection_runs_with_100_candidates_and_long_texts(pretrained, tm
                      for c in json.loads(line)["candidates"])
     out = _finetune(data, pretrained, "cross_thought_answer_selection", "cross_thought_answer_selection",
                     tmp_path / "ft", "--recall-k", 10, "--max-sequence-length", 64, "--encoder-chunk-sequences", 32,
-                    "--batch-size", 4, "--max-update", 2)
+                    "--batch-size", 4, "--max-update", 2, save=True)
     assert "invalid sizes" not in out
     cut = [int(n.replace(",", "")) for n in re.findall(r"100 to 100 per question\) from .*?; ([0-9,]+) texts cut", out)]
     assert len(cut) == 2 and sum(cut) == long_texts > 0
     assert re.search(r"valid on 'valid' subset .*recall_at_1 [0-9.]+ \| recall_at_k [0-9.]+ \| mrr", out)
     assert re.search(r"num_updates 2\b", out)
+    # the fine-tuned checkpoint gives embeddings with the pre-training corpus alone, its fine-tuning files gone
+    from segatron_fairseq.models.cross_thought import CrossThoughtModel
+
+    data.rename(tmp_path / "moved")
+    hub = CrossThoughtModel.from_pretrained(str(tmp_path / "ft"), data_name_or_path=str(pretrained / "bin"))
+    assert hub.encode(["w1 w2", "w3"]).shape[0] == 2
 
 
 def test_pair_classification_cuts_each_text_and_drops_no_pair(pretrained, tmp_path):

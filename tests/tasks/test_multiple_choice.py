@@ -9,7 +9,7 @@ from conftest import fairseq_train
 from segatron_fairseq.data.multiple_choice_dataset import option_layout
 from segatron_fairseq.data.race import read_race
 from segatron_fairseq.data.span_windows import tokenize_context
-from segatron_fairseq.segments import TABLE_SIZES as SEGMENT_TABLE_SIZES
+from segatron_fairseq.segments import TABLE_SIZES
 from segatron_preprocess import sentences, subwords
 
 TRAIN_TEXT = "The crab lives near the reef . It hides under a ledge . Dr. Jones counted the crabs . " * 40
@@ -51,13 +51,13 @@ def test_option_layout_by_hand():
 
     article = tokenize_context("A b . C d .", subwords.Words().encode, index, splitter, first_paragraph=1)
     query = [[index("who"), index("?")], [index("Al")]]
-    tokens, paragraph, sentence, token, token_type = option_layout(query, article, 0, 2, 64, SEGMENT_TABLE_SIZES)
+    tokens, paragraph, sentence, token, token_type = option_layout(query, article, 0, 2, 64, TABLE_SIZES)
     assert tokens[0] == 0 and tokens[4] == 2 and tokens[-1] == 2 and len(tokens) == 12
     assert paragraph == [0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1]
     assert sentence == [0, 0, 0, 1, 1, 0, 0, 0, 1, 1, 1, 1]
     assert token == [0, 0, 1, 0, 0, 0, 1, 2, 0, 1, 2, 2]
     assert token_type == [0] * 5 + [1] * 7
-    cut = option_layout(query, article, 0, 2, 9, SEGMENT_TABLE_SIZES)[0]
+    cut = option_layout(query, article, 0, 2, 9, TABLE_SIZES)[0]
     assert len(cut) == 9 and cut[-1] == 2  # the article loses its end
 
 

@@ -21,7 +21,7 @@ from segatron_fairseq.data.squad_json import read_squad
 from segatron_fairseq.evaluation import squad_metrics
 from segatron_fairseq.evaluation.span_answers import QuestionAnswers, best_spans
 from segatron_fairseq.evaluation.squad_metrics import QuestionResult
-from segatron_fairseq.segments import TABLE_SIZES as SEGMENT_TABLE_SIZES
+from segatron_fairseq.segments import TABLE_SIZES
 from segatron_preprocess import sentences, subwords
 
 TRAIN_TEXT = "The crab lives near the reef . It hides under a ledge . Dr. Jones counted the crabs . " * 40
@@ -117,7 +117,7 @@ def test_layout_by_hand(splitter):
     context = _words_context("A b . C d .\nE f .", splitter, vocabulary)
     question = [vocabulary.setdefault_index(w) for w in ("who", "?")]
     (window,) = question_windows(0, question, context, None, bos=0, eos=2, max_positions=64, doc_stride=128,
-                                 max_query_tokens=64, table_sizes=SEGMENT_TABLE_SIZES)
+                                 max_query_tokens=64, table_sizes=TABLE_SIZES)
     assert window.tokens[0] == 0 and window.tokens[3] == 2 and window.tokens[-1] == 2
     assert window.paragraph == [0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2]
     assert window.sentence == [0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 0, 0, 0, 0]
@@ -147,7 +147,7 @@ def test_an_answer_across_a_window_edge_is_found(splitter):
     assert answer == (6, 9)
     question = [vocabulary.setdefault_index("q")]
     windows = question_windows(0, question, context, answer, 0, 2, max_positions=12, doc_stride=4,
-                               max_query_tokens=64, table_sizes=SEGMENT_TABLE_SIZES)
+                               max_query_tokens=64, table_sizes=TABLE_SIZES)
     firsts = [next(k for k, c in enumerate(w.char_start) if c >= 0) for w in windows]
     assert [text[w.char_start[f]:w.char_end[f]] for w, f in zip(windows, firsts)] == ["w0", "w4", "w8", "w12"]
     assert [(w.start_position, w.end_position) for w in windows] == [(0, 0), (3 + 2, 3 + 5), (0, 0), (0, 0)]

@@ -207,6 +207,18 @@ def binarized_wikitext(directory, train_documents: int, valid_documents: int, se
     return directory
 
 
+def binarized_training_text(directory, documents: int, seed: int, *options):
+    """``directory``/train.txt (``documents`` generated WikiText documents), binarized into ``directory``/bin with
+    the same text as its valid split (runs that check training, not generalisation); ``options``: more
+    segatron-preprocess options. Returns the bin directory."""
+    from corpus import make_documents, write_wikitext
+
+    write_wikitext(directory / "train.txt", make_documents(documents, seed=seed))
+    run_cli("segatron-preprocess", "--input-format", "wikitext", "--trainpref", directory / "train.txt",
+            "--validpref", directory / "train.txt", "--destdir", directory / "bin", *options)
+    return directory / "bin"
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on (for torchrun)."""
     with socket.socket() as s:

@@ -4,7 +4,7 @@ import re
 
 import pytest
 import torch
-from conftest import PLUGIN_DIR, ROOT, fairseq_train, run_cli
+from conftest import PLUGIN_DIR, ROOT, binarized_training_text, fairseq_train, run_cli
 from corpus import make_documents, write_lines, write_wikitext
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
@@ -69,17 +69,19 @@ def test_architectures_apply_their_preset(arch, preset, model):
 
 
 @pytest.mark.end_to_end
-def test_tiny_segatron_config_trains_with_hydra(tmp_path):
-    write_wikitext(tmp_path / "train.txt", make_documents(20, seed=4))
-    run_cli("segatron-preprocess", "--input-format", "wikitext", "--trainpref", tmp_path / "train.txt",
-            "--validpref", tmp_path / "train.txt", "--destdir", tmp_path / "bin")
-    out = run_cli("fairseq-hydra-train", "--config-dir", CONFIG_DIR, "--config-name", "segatron_xl_tiny",
+@pytest.mark.parametrize("config, is_its_model", [
+    ("segatron_xl_tiny", lambda state: state["cfg"]["model"]["_name"] == "segatron_xl"),
+    ("segabert_tiny", lambda state: "encoder.segment_embeddings.paragraph.weight" in state["model"]),
+])
+def test_tiny_config_trains_with_hydra(tmp_path, config, is_its_model):
+    binarized_training_text(tmp_path, 20, 4)
+    out = run_cli("fairseq-hydra-train", "--config-dir", CONFIG_DIR, "--config-name", config,
                   f"task.data={tmp_path / 'bin'}", f"checkpoint.save_dir={tmp_path / 'ckpt'}",
                   f"common.user_dir={PLUGIN_DIR}", f"hydra.run.dir={tmp_path / 'hydra'}")
     assert "done training" in out
     state = torch.load(tmp_path / "ckpt" / "checkpoint_last.pt", map_location="cpu", weights_only=False)
     assert state["optimizer_history"][-1]["num_updates"] == 20
-    assert state["cfg"]["model"]["_name"] == "segatron_xl"
+    assert is_its_model(state)
 
 
 @pytest.mark.end_to_end
@@ -115,20 +117,6 @@ def test_segabert_configs_carry_the_paper_optimisation(name, arch, steps):
     assert cfg.lr_scheduler.power == 1.0 and cfg.lr_scheduler.end_learning_rate == 0.0
     assert cfg.lr_scheduler.warmup_updates == steps // 100 and cfg.optimization.max_update == steps
     assert cfg.task.tokens_per_sample == 512 and cfg.task.mask_prob == 0.15
-
-
-@pytest.mark.end_to_end
-def test_tiny_segabert_config_trains_with_hydra(tmp_path):
-    write_wikitext(tmp_path / "train.txt", make_documents(20, seed=4))
-    run_cli("segatron-preprocess", "--input-format", "wikitext", "--trainpref", tmp_path / "train.txt",
-            "--validpref", tmp_path / "train.txt", "--destdir", tmp_path / "bin")
-    out = run_cli("fairseq-hydra-train", "--config-dir", CONFIG_DIR, "--config-name", "segabert_tiny",
-                  f"task.data={tmp_path / 'bin'}", f"checkpoint.save_dir={tmp_path / 'ckpt'}",
-                  f"common.user_dir={PLUGIN_DIR}", f"hydra.run.dir={tmp_path / 'hydra'}")
-    assert "done training" in out
-    state = torch.load(tmp_path / "ckpt" / "checkpoint_last.pt", map_location="cpu", weights_only=False)
-    assert state["optimizer_history"][-1]["num_updates"] == 20
-    assert "encoder.segment_embeddings.paragraph.weight" in state["model"]
 
 
 @pytest.mark.end_to_end

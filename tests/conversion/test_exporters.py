@@ -3,7 +3,7 @@ for SegaBERT, plain BertForMaskedLM for the BERT baseline); features and MLM log
 exported tokenizer gives the ids our text encoder gives."""
 import pytest
 import torch
-from conftest import fairseq_train, run_cli
+from conftest import binarized_training_text, fairseq_train, run_cli
 from test_huggingface_importers import _hf_bert
 from test_wordpiece import SEGABERT, TEXT
 
@@ -147,13 +147,9 @@ def test_cross_thought_exports_with_an_encode_of_its_special_states(tmp_path, na
 def test_sentencepiece_corpus_exports_a_tokenizer_with_our_ids(tmp_path):
     """A SegaBERT pre-trained on a sentencepiece corpus: the exported tokenizer (the corpus's model and our
     dictionary, remote code) gives hub.encode's ids and token types, text and pairs, <mask> kept whole."""
-    from corpus import make_documents, write_wikitext
     from transformers import AutoModelForMaskedLM, AutoTokenizer
 
-    write_wikitext(tmp_path / "train.txt", make_documents(30, seed=61))
-    run_cli("segatron-preprocess", "--input-format", "wikitext", "--trainpref", tmp_path / "train.txt",
-            "--validpref", tmp_path / "train.txt", "--destdir", tmp_path / "bin", "--bpe", "sentencepiece",
-            "--bpe-vocab-size", 100)
+    binarized_training_text(tmp_path, 30, 61, "--bpe", "sentencepiece", "--bpe-vocab-size", 100)
     fairseq_train(tmp_path / "bin", task="segabert_mlm", arch="segabert_tiny", criterion="masked_lm",
                   save_dir=tmp_path / "ckpt", lr=3e-3, extra=["--tokens-per-sample", 48, "--batch-size", 8,
                                                              "--max-update", 2, "--no-epoch-checkpoints",

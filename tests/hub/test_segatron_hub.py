@@ -8,8 +8,7 @@ import shutil
 import numpy as np
 import pytest
 import torch
-from conftest import PLUGIN_DIR, fairseq_train, run_cli
-from corpus import make_documents, write_wikitext
+from conftest import PLUGIN_DIR, binarized_training_text, fairseq_train, run_cli
 
 
 @pytest.fixture
@@ -275,10 +274,7 @@ def test_interactive_reads_raw_text_with_the_corpus_sentencepiece(tmp_path):
     own model and joins the pieces of the output back into text."""
     from segatron_preprocess.text_encoder import TextEncoder
 
-    write_wikitext(tmp_path / "train.txt", make_documents(30, seed=61))
-    run_cli("segatron-preprocess", "--input-format", "wikitext", "--trainpref", tmp_path / "train.txt",
-            "--validpref", tmp_path / "train.txt", "--destdir", tmp_path / "bin", "--bpe", "sentencepiece",
-            "--bpe-vocab-size", 100)
+    binarized_training_text(tmp_path, 30, 61, "--bpe", "sentencepiece", "--bpe-vocab-size", 100)
     fairseq_train(tmp_path / "bin", task="segatron_lm", arch="segatron_xl_tiny", criterion="segatron_lm_loss",
                   save_dir=tmp_path / "ckpt", lr=2e-3, extra=["--batch-size", 4, "--tgt-len", 16, "--max-update", 2,
                                                              "--no-epoch-checkpoints", "--disable-validation"])

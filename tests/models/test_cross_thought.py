@@ -7,8 +7,7 @@ import sys
 
 import pytest
 import torch
-from conftest import ROOT, fairseq_train, run_cli
-from corpus import make_documents, write_wikitext
+from conftest import ROOT, binarized_training_text, fairseq_train
 from fairseq.data import Dictionary
 from fairseq.models import ARCH_CONFIG_REGISTRY
 
@@ -136,9 +135,7 @@ def test_without_the_cross_layer_sequences_do_not_see_each_other():
 
 @pytest.mark.end_to_end
 def test_pretraining_runs_with_fairseq_train(tmp_path):
-    write_wikitext(tmp_path / "train.txt", make_documents(20, seed=8))
-    run_cli("segatron-preprocess", "--input-format", "wikitext", "--trainpref", tmp_path / "train.txt",
-            "--validpref", tmp_path / "train.txt", "--destdir", tmp_path / "bin")
+    binarized_training_text(tmp_path, 20, 8)
     out = fairseq_train(tmp_path / "bin", task="cross_thought_mlm", arch="cross_thought_tiny", criterion="masked_lm",
                         save_dir=tmp_path / "ckpt", extra=["--num-sequences", 6, "--sequence-length", 16,
                                                            "--batch-size", 4, "--max-update", 8,

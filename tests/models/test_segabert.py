@@ -4,7 +4,7 @@ import re
 import numpy as np
 import pytest
 import torch
-from conftest import PLUGIN_DIR, fairseq_train, free_port, run_cli
+from conftest import PLUGIN_DIR, binarized_training_text, fairseq_train, free_port, run_cli
 from corpus import make_documents, write_wikitext
 from fairseq.data import Dictionary
 
@@ -190,9 +190,7 @@ TRAIN = ["--no-epoch-checkpoints", "--log-format", "simple", "--log-interval", 1
 
 @pytest.mark.end_to_end
 def test_tiny_model_overfits_a_tiny_corpus(tmp_path):
-    write_wikitext(tmp_path / "train.txt", make_documents(4, seed=5))
-    run_cli("segatron-preprocess", "--input-format", "wikitext", "--trainpref", tmp_path / "train.txt",
-            "--validpref", tmp_path / "train.txt", "--destdir", tmp_path / "bin")
+    binarized_training_text(tmp_path, 4, 5)
     out = fairseq_train(tmp_path / "bin", task="segabert_mlm", arch="segabert_tiny", criterion="masked_lm",
                         save_dir=tmp_path / "ckpt", lr=3e-3,
                         extra=[*TRAIN, "--max-update", 300, "--dropout", 0, "--attention-dropout", 0,

@@ -38,6 +38,7 @@ from typing import Dict, List, Optional, Tuple
 
 import torch
 
+from segatron_fairseq.cli.user_errors import positive_int
 from segatron_preprocess.atomic import atomic_path
 from segatron_preprocess.corpus_format import DICT_FILE, SENTENCEPIECE_FILE
 
@@ -274,13 +275,6 @@ def main(args) -> None:
         metrics = recall_and_mrr(ranked_lists, gold_lists, ks)
         print(f"{with_gold:,} questions with gold candidates: " +
               " | ".join(f"{name} {value:.4f}" for name, value in metrics.items()))
-
-
-def positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
 
 
 def cli_main(argv=None) -> None:

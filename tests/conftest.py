@@ -8,6 +8,7 @@
   pre-trained tiny model of each kind, for every test that needs "some pre-trained model of kind X".
 """
 import contextlib
+import dataclasses
 import functools
 import importlib.metadata
 import io
@@ -48,9 +49,23 @@ def _entry_point(name: str):
     return found[0].load()
 
 
+class _Tee(io.TextIOBase):
+    """A text stream writing to each of ``streams``."""
+
+    def __init__(self, *streams):
+        super().__init__()
+        self.streams = streams
+
+    def write(self, text):
+        for stream in self.streams:
+            stream.write(text)
+        return len(text)
+
+
 @contextlib.contextmanager
-def _captured_output():
-    """stdout, stderr and the root logger (INFO, fairseq's format) into one buffer."""
+def _captured_output(stderr_alone=None):
+    """stdout, stderr and the root logger (INFO, fairseq's format) into one buffer; stderr also into
+    ``stderr_alone`` when given."""
     buffer = io.StringIO()
     root = logging.getLogger()
     handlers, level = root.handlers[:], root.level
@@ -59,7 +74,8 @@ def _captured_output():
     root.handlers = [handler]
     root.setLevel(logging.INFO)
     try:
-        with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
+        stderr = buffer if stderr_alone is None else _Tee(buffer, stderr_alone)
+        with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(stderr):
             yield buffer
     finally:
         root.handlers = handlers
@@ -139,14 +155,14 @@ def _with_data_in_this_process(name, argv):
     return argv + extra
 
 
-def _run_in_process(name, argv, cwd):
+def _run_in_process(name, argv, cwd, stderr_alone=None):
     if name in SEPARATE_PROCESS_ONLY:
         raise ValueError(f"{name} starts processes of its own: run it with separate_process=True")
     function = _entry_point(name)
     argv = _with_data_in_this_process(name, argv)
     saved_argv, saved_cwd = sys.argv, os.getcwd()
     _forget_earlier_runs()
-    with _captured_output() as buffer, _fresh_hydra_version_base(), _kept_random_state():
+    with _captured_output(stderr_alone) as buffer, _fresh_hydra_version_base(), _kept_random_state():
         sys.argv = [name, *argv]
         if cwd is not None:
             os.chdir(cwd)
@@ -184,6 +200,24 @@ def run_cli(name, *args, cwd=None, expect_ok=True, separate_process=False):
     if not expect_ok and code == 0:
         pytest.fail(f"{command} succeeded but should have failed:\n{out[-3000:]}")
     return out
+
+
+@dataclasses.dataclass
+class Refusal:
+    """What a console script that refused its input left: its exit status, its stderr, and all its output."""
+
+    code: int
+    stderr: str
+    output: str
+
+
+def run_cli_refused(name, *args, cwd=None) -> Refusal:
+    """Run console script ``name`` with ``args`` in this process, expecting it to fail."""
+    stderr = io.StringIO()
+    code, out = _run_in_process(name, list(map(str, args)), cwd, stderr)
+    if code == 0:
+        pytest.fail(f"{name} {' '.join(map(str, args))} succeeded but should have failed:\n{out[-3000:]}")
+    return Refusal(code, stderr.getvalue(), out)
 
 
 def fairseq_train(data, *, task, arch, criterion, save_dir, lr=1e-3, extra=(), expect_ok=True,

@@ -318,8 +318,9 @@ def cli_main(argv=None) -> None:
     p.add_argument("--questions", required=True,
                    help="one question per line, or .jsonl with 'question', optional 'id', 'candidate_ids' or "
                         "'candidates', and 'gold'")
-    p.add_argument("--embeddings", required=True, help="where the candidate embeddings are saved and reused; an existing file "
-                                                          "that is not this tool's cache is refused, never replaced")
+    p.add_argument("--embeddings", required=True,
+                   help="where the candidate embeddings are saved and reused; an existing file that is not this "
+                        "tool's cache is refused, never replaced")
     p.add_argument("--output", required=True,
                    help="JSON lines: each question's top-k candidates (a file in an existing directory)")
     p.add_argument("--top-k", type=positive_int, default=20, help="candidates written per question")

@@ -301,6 +301,34 @@ def test_readers_refuse_a_split_whose_commit_did_not_finish(dest):
         SegmentIndexedDataset(str(dest / "train"))
 
 
+def test_readers_refuse_token_ids_outside_the_dictionary(dest):
+    """A .bin of the right size written with a larger dictionary passes the manifest; its ids do not."""
+    from fairseq.data import Dictionary
+
+    from segatron_fairseq.data import SegmentIndexedDataset
+    from segatron_fairseq.tasks.cross_thought_mlm import CrossThoughtMLMConfig, CrossThoughtMLMTask
+    from segatron_fairseq.tasks.segatron_lm import SegatronLMConfig, SegatronLMTask
+
+    size = len(Dictionary.load(str(dest / "dict.txt")))
+    ids = np.fromfile(dest / "train.bin", dtype=np.uint16)
+    ids[len(ids) // 2] = size + 7
+    ids.tofile(dest / "train.bin")
+    message = f"{dest / 'train.bin'}: token id {size + 7:,} is outside the dictionary of {size:,} symbols"
+    with pytest.raises(ValueError, match=message):
+        SegmentIndexedDataset(str(dest / "train"))
+    SegmentIndexedDataset(str(dest / "train"), size + 8)  # a task's dictionary with symbols of its own
+    task = SegatronLMTask.setup_task(SegatronLMConfig(data=str(dest), batch_size=2, batch_size_valid=2,
+                                                      train_subset="train", seed=1))
+    with pytest.raises(ValueError, match=message):
+        task.load_dataset("train")
+    task = CrossThoughtMLMTask.setup_task(CrossThoughtMLMConfig(data=str(dest), num_sequences=2, sequence_length=8))
+    with pytest.raises(ValueError, match=f"token id {size + 7:,} is outside the dictionary of {size + 1:,}"):
+        task.load_dataset("train")  # its dictionary has <mask>
+    out = run_cli("segatron-inspect", dest, "train", 0, expect_ok=False)
+    assert out.strip().splitlines() == [f"segatron-inspect: error: {message}: the split was binarized with another "
+                                        f"dictionary; run segatron-preprocess again"]
+
+
 def test_whole_word_masking_needs_the_metadata(dest):
     from segatron_fairseq.tasks.masking import load_dictionary_with_mask, whole_word_starts
 

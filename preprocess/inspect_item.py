@@ -31,7 +31,7 @@ def cli_main(argv=None) -> None:
     prefix = os.path.join(args.destdir, args.split)
     try:
         dictionary = Dictionary.load(os.path.join(args.destdir, DICT_FILE))
-        dataset = SplitReader(prefix)
+        dataset = SplitReader(prefix, len(dictionary))
     except (FileNotFoundError, ValueError) as err:
         print(f"segatron-inspect: error: {err}", file=sys.stderr)
         raise SystemExit(1) from None

@@ -9,7 +9,9 @@ from typing import Callable, Iterator, List, Optional
 from tqdm import tqdm
 
 from . import readers
-from .staging import worker_process_setup
+from .staging import check_interrupted, worker_process_setup
+
+_POLL_SECONDS = 0.2  # how often the parent, waiting for a worker, looks for a signal
 
 
 @dataclasses.dataclass
@@ -48,6 +50,18 @@ class _PoolWorker:
         return cls.function(job)
 
 
+def _polled(results) -> Iterator:
+    """The pool's results, waiting for each in short steps between which a
+    noted signal stops the run."""
+    while True:
+        try:
+            yield results.next(timeout=_POLL_SECONDS)
+        except multiprocessing.TimeoutError:
+            check_interrupted()
+        except StopIteration:
+            return
+
+
 def run_jobs(jobs: List[Job], function: Callable, workers: int, desc: str) -> Iterator:
     """``function(job)`` (which returns ``(job, result)``) for every job, results
     in job order; a pool of ``workers`` processes when there is more than one."""
@@ -60,9 +74,10 @@ def run_jobs(jobs: List[Job], function: Callable, workers: int, desc: str) -> It
         else:
             pool = multiprocessing.Pool(min(workers, len(jobs)), initializer=_PoolWorker.initialize,
                                         initargs=(function,))
-            results = pool.imap(_PoolWorker.run, jobs)
+            results = _polled(pool.imap(_PoolWorker.run, jobs))
         try:
             for job, result in results:
+                check_interrupted()
                 bar.update(job.end - job.start)
                 yield result
         finally:

@@ -1,9 +1,13 @@
 """One ``segatron-preprocess`` run, all or nothing:
 
-1. check every input file and option, and the destination's recorded settings;
-2. in a staging directory: resolve the splitter, sub-words and dictionary,
+1. check every input file and option;
+2. lock the destination (one run at a time, ``staging.locked_destination``)
+   and check its recorded settings;
+3. in a staging directory: resolve the splitter, sub-words and dictionary,
    binarize every split in document-aligned jobs, merge;
-3. commit (``output.commit``): only now does the destination change.
+4. commit (``output.commit``): only now does the destination change.
+
+A SIGTERM or SIGINT stops the run at its next step (``staging.check_interrupted``).
 """
 import logging
 import os
@@ -25,7 +29,7 @@ from .errors import PreprocessError
 from .inputs import check_text_file, input_files, load_dictionary
 from .jobs import plan_jobs, run_jobs
 from .output import commit, continue_paragraph_index, merge_chunks
-from .staging import interruptible, remove_abandoned, staging_directory
+from .staging import check_interrupted, interruptible, locked_destination, remove_abandoned, staging_directory
 
 logger = logging.getLogger("segatron_preprocess")
 
@@ -79,9 +83,9 @@ def _check_recorded_settings(destdir: str, metadata: Dict, args) -> None:
                                   f"{option} {wanted[key]}; use another --destdir")
 
 
-def check_run(args) -> Tuple[List[Tuple[str, str]], Optional[object], Dict]:
-    """Everything that can be checked before work starts: the inputs, the
-    options, and the destination's recorded settings."""
+def check_run(args) -> Tuple[List[Tuple[str, str]], Optional[object]]:
+    """Everything that can be checked before the destination is touched: the
+    inputs and the options."""
     _check_subword_options(args)
     splits = input_files(args.trainpref, args.validpref, args.testpref)
     for split, path in splits:
@@ -89,15 +93,24 @@ def check_run(args) -> Tuple[List[Tuple[str, str]], Optional[object], Dict]:
     srcdict = load_dictionary(args.srcdict) if args.srcdict else None
     if os.path.exists(args.destdir) and not os.path.isdir(args.destdir):
         raise PreprocessError(f"{args.destdir}: --destdir is a file, not a directory")
-    metadata = read_metadata(args.destdir) if os.path.isdir(args.destdir) else {}
-    _check_recorded_settings(args.destdir, metadata, args)
-    return splits, srcdict, metadata
+    return splits, srcdict
 
 
 def run(args) -> None:
-    """The whole run for parsed ``segatron-preprocess`` arguments. The modules
-    that import fairseq are imported only once the checks have passed."""
-    splits, srcdict, metadata = check_run(args)
+    """The whole run for parsed ``segatron-preprocess`` arguments."""
+    splits, srcdict = check_run(args)
+    with interruptible(), locked_destination(args.destdir):
+        metadata = read_metadata(args.destdir)
+        _check_recorded_settings(args.destdir, metadata, args)
+        remove_abandoned(args.destdir)
+        with staging_directory(args.destdir) as stage:
+            _binarize_and_commit(args, splits, srcdict, metadata, stage)
+    logger.info(f"wrote {', '.join(s for s, _ in splits)} to {args.destdir}")
+
+
+def _binarize_and_commit(args, splits, srcdict, metadata: Dict, stage: str) -> None:
+    """Steps 3 and 4 of a run, in ``stage``. The modules that import fairseq
+    are imported only now, once the checks have passed."""
     from . import subwords
     from .binarize import Segmenter, Worker
     from .resources import (
@@ -110,49 +123,48 @@ def run(args) -> None:
     )
 
     train_path = args.trainpref
-    remove_abandoned(args.destdir)
-    with interruptible(), staging_directory(args.destdir) as stage:
-        resources = Resources(args.destdir, stage)
+    resources = Resources(args.destdir, stage)
 
-        def dictionary_for(counting):
-            def build():
-                if train_path is None:
-                    return None
-                return build_dictionary(train_path, args.input_format, counting, args.chunk_bytes, args.workers,
-                                        args.thresholdsrc, args.nwordssrc, args.stream_style)
-            return resolve_dictionary(resources, srcdict, build)
+    def dictionary_for(counting):
+        def build():
+            if train_path is None:
+                return None
+            return build_dictionary(train_path, args.input_format, counting, args.chunk_bytes, args.workers,
+                                    args.thresholdsrc, args.nwordssrc, args.stream_style)
+        return resolve_dictionary(resources, srcdict, build)
 
-        split_headings = args.stream_style == "authors"
-        if args.bpe == "none":
-            # whitespace tokens do not depend on sentences: settle the dictionary
-            # (and refuse a conflicting one) before training anything
-            dictionary = dictionary_for(Segmenter(None, subwords.Words()))
-        splitter, splitter_identity = resolve_splitter(args.sentence_splitter, resources, train_path,
-                                                       args.input_format, args.punkt_train_chars,
-                                                       metadata.get(SENTENCE_SPLITTER))
-        logger.info(f"sentence splitter: {splitter_identity['name']} ({splitter_identity['source']}, sha256 "
-                    f"{splitter_identity['sha256'][:12]})")
-        if args.bpe == WORDPIECE:
-            words = resolve_wordpiece(args.bpe_vocab, args.bpe_cased, resources)
-        else:
-            words = resolve_subwords(args.bpe, args.bpe_model, args.bpe_vocab_size, resources, train_path,
-                                     args.input_format, splitter, args.bpe_train_sentences)
-        segmenter = Segmenter(splitter, words, split_headings)
-        if args.bpe != "none":
-            dictionary = dictionary_for(segmenter)
-        logger.info(f"dictionary: {len(dictionary):,} types ({os.path.join(args.destdir, DICT_FILE)})")
+    split_headings = args.stream_style == "authors"
+    if args.bpe == "none":
+        # whitespace tokens do not depend on sentences: settle the dictionary
+        # (and refuse a conflicting one) before training anything
+        dictionary = dictionary_for(Segmenter(None, subwords.Words()))
+    splitter, splitter_identity = resolve_splitter(args.sentence_splitter, resources, train_path,
+                                                   args.input_format, args.punkt_train_chars,
+                                                   metadata.get(SENTENCE_SPLITTER))
+    logger.info(f"sentence splitter: {splitter_identity['name']} ({splitter_identity['source']}, sha256 "
+                f"{splitter_identity['sha256'][:12]})")
+    if args.bpe == WORDPIECE:
+        words = resolve_wordpiece(args.bpe_vocab, args.bpe_cased, resources)
+    else:
+        words = resolve_subwords(args.bpe, args.bpe_model, args.bpe_vocab_size, resources, train_path,
+                                 args.input_format, splitter, args.bpe_train_sentences)
+    segmenter = Segmenter(splitter, words, split_headings)
+    if args.bpe != "none":
+        dictionary = dictionary_for(segmenter)
+    logger.info(f"dictionary: {len(dictionary):,} types ({os.path.join(args.destdir, DICT_FILE)})")
 
-        worker = Worker(dictionary, segmenter, args.stream_style)
-        summaries = {}
-        for split, path in splits:
-            stats = binarize_split(split, path, args, worker, stage)
-            _log_summary(split, path, stats)
-            summaries[split] = {"input": os.path.abspath(path), **stats.__dict__}
-        settings = {INPUT_FORMAT: args.input_format, SENTENCE_SPLITTER: splitter_identity, BPE: args.bpe,
-                    STREAM_STYLE: args.stream_style}
-        if args.bpe != "none":
-            settings[BPE_VOCAB_SIZE] = words.vocab_size
-        if args.bpe == WORDPIECE:
-            settings[BPE_CASED] = args.bpe_cased
-        commit(args.destdir, stage, resources.new, [s for s, _ in splits], settings, summaries)
-    logger.info(f"wrote {', '.join(s for s, _ in splits)} to {args.destdir}")
+    worker = Worker(dictionary, segmenter, args.stream_style)
+    summaries = {}
+    for split, path in splits:
+        check_interrupted()
+        stats = binarize_split(split, path, args, worker, stage)
+        _log_summary(split, path, stats)
+        summaries[split] = {"input": os.path.abspath(path), **stats.__dict__}
+    settings = {INPUT_FORMAT: args.input_format, SENTENCE_SPLITTER: splitter_identity, BPE: args.bpe,
+                STREAM_STYLE: args.stream_style}
+    if args.bpe != "none":
+        settings[BPE_VOCAB_SIZE] = words.vocab_size
+    if args.bpe == WORDPIECE:
+        settings[BPE_CASED] = args.bpe_cased
+    check_interrupted()
+    commit(args.destdir, stage, resources.new, [s for s, _ in splits], settings, summaries)

@@ -19,6 +19,7 @@ import re
 from typing import Iterator, List, NamedTuple, Tuple
 
 from .errors import PreprocessError
+from .staging import check_interrupted
 
 DOC_BREAK, TITLE, HEADING, PARAGRAPH, BLANK = "doc_break", "title", "heading", "paragraph", "blank"
 INPUT_FORMATS = ("wikitext", "lines", "jsonl")
@@ -47,11 +48,13 @@ def is_wikitext_heading(text: str) -> bool:
 
 
 def iter_lines(path: str, start: int, end: int) -> Iterator[Tuple[int, str]]:
-    """``(offset, text)`` of the lines of ``path`` that start in ``[start, end)``."""
+    """``(offset, text)`` of the lines of ``path`` that start in ``[start, end)``;
+    a SIGTERM or SIGINT noted meanwhile stops the reading (``check_interrupted``)."""
     with open(path, "rb") as f:
         f.seek(start)
         position = start
         while position < end:
+            check_interrupted()
             raw = f.readline()
             if not raw:
                 break

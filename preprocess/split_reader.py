@@ -18,6 +18,7 @@ from fairseq.data.indexed_dataset import MMapIndexedDataset, data_file_path, ind
 
 from .corpus_format import (
     COMPLETE,
+    DICT_FILE,
     FILES,
     INDEX_NAMES,
     METADATA_FILE,
@@ -97,16 +98,43 @@ def _check_manifest(prefix: str, entry: Optional[Dict]) -> None:
                              f"{size:,}: the split's files are not from one run; run segatron-preprocess again")
 
 
+def check_token_ids(dataset: MMapIndexedDataset, prefix: str, dictionary_size: int) -> None:
+    """Every token id of ``dataset`` (the split ``prefix``) is below
+    ``dictionary_size``: one pass over its memory map. The manifest checks
+    sizes only; a ``.bin`` written with another dictionary has the right size
+    and ids that the model's embeddings do not have."""
+    count = int(dataset.sizes.sum())
+    if count == 0:
+        return
+    largest = int(np.frombuffer(dataset._bin_buffer, dtype=dataset._index.dtype, count=count).max())
+    if largest >= dictionary_size:
+        raise ValueError(f"{data_file_path(prefix)}: token id {largest:,} is outside the dictionary of "
+                         f"{dictionary_size:,} symbols: the split was binarized with another dictionary; run "
+                         f"segatron-preprocess again")
+
+
+def _dictionary_size(prefix: str) -> Optional[int]:
+    """The size of the dictionary beside the split (``dict.txt``), or None when there is none."""
+    path = os.path.join(os.path.dirname(prefix) or ".", DICT_FILE)
+    if not os.path.isfile(path):
+        return None
+    from fairseq.data import Dictionary
+
+    return len(Dictionary.load(path))
+
+
 class SplitReader:
     """Token ids with their paragraph/sentence/token indexes, item by item.
 
     Opening checks the whole set (``FileNotFoundError`` or ``ValueError``,
     naming the file): all eight files present, each .bin as long as its .idx
-    says, the same items with the same lengths in the four datasets, and the
-    split's manifest (state and file sizes) unchanged while they were opened.
+    says, the same items with the same lengths in the four datasets, the
+    split's manifest (state and file sizes) unchanged while they were opened,
+    and every token id below ``dictionary_size`` (by default the size of the
+    ``dict.txt`` beside the split; not checked when there is none).
     """
 
-    def __init__(self, prefix: str):
+    def __init__(self, prefix: str, dictionary_size: Optional[int] = None):
         self.prefix = prefix
         missing = self.missing_files(prefix)
         if missing:
@@ -132,6 +160,10 @@ class SplitReader:
         if _manifest(prefix) != manifest:
             raise ValueError(f"{prefix}: segatron-preprocess rewrote this split while it was being opened; "
                              f"open it again")
+        if dictionary_size is None:
+            dictionary_size = _dictionary_size(prefix)
+        if dictionary_size is not None:
+            check_token_ids(self.tokens, prefix, dictionary_size)
 
     @staticmethod
     def missing_files(prefix: str) -> List[str]:

@@ -5,13 +5,20 @@
 
 Articles start at a top-level heading `` = Title = ``. The last articles go to
 test, the ones before them to valid, the rest to train, written as
-``wiki.{train,valid,test}.tokens`` in the same layout.
+``wiki.{train,valid,test}.tokens`` in the same layout. Each split gets at
+least one article. Everything is checked before anything is written, and
+existing output files are refused unless --overwrite.
 """
 import argparse
 import os
 
 from .atomic import atomic_path
+from .errors import PreprocessError
+from .inputs import check_file, check_utf8
 from .readers import is_wikitext_title, normalize
+
+SPLITS = ("train", "valid", "test")
+OUTPUT_NAME = "wiki.{split}.tokens"
 
 
 def split_articles(path):
@@ -34,9 +41,27 @@ def cli_main(argv=None) -> None:
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("input", help="a WikiText file")
     p.add_argument("out_dir", help="where wiki.{train,valid,test}.tokens are written")
-    p.add_argument("--valid-articles", type=int, default=5, help="articles before the test ones go to valid")
-    p.add_argument("--test-articles", type=int, default=5, help="the last articles go to test")
+    p.add_argument("--valid-articles", type=int, default=5,
+                   help="articles before the test ones go to valid (at least 1)")
+    p.add_argument("--test-articles", type=int, default=5, help="the last articles go to test (at least 1)")
+    p.add_argument("--overwrite", action="store_true", help="replace output files that exist (else refused)")
     args = p.parse_args(argv)
+    for option in ("valid_articles", "test_articles"):
+        if getattr(args, option) < 1:
+            p.error(f"--{option.replace('_', '-')} must be >= 1, not {getattr(args, option)}")
+    outputs = {split: os.path.join(args.out_dir, OUTPUT_NAME.format(split=split)) for split in SPLITS}
+    if os.path.exists(args.out_dir) and not os.path.isdir(args.out_dir):
+        p.error(f"{args.out_dir}: the output directory is a file")
+    for path in outputs.values():
+        if os.path.isdir(path):
+            p.error(f"{path}: an output file is a directory")
+        if os.path.lexists(path) and not args.overwrite:
+            p.error(f"{path} exists; pass --overwrite to replace it, or name another output directory")
+    try:
+        check_file(args.input, "the WikiText file")
+        check_utf8(args.input)
+    except PreprocessError as err:
+        p.exit(1, f"{p.prog}: error: {err}\n")
     articles = split_articles(args.input)
     n_valid, n_test = args.valid_articles, args.test_articles
     if len(articles) <= n_valid + n_test:
@@ -48,7 +73,7 @@ def cli_main(argv=None) -> None:
     }
     os.makedirs(args.out_dir, exist_ok=True)
     for split, chosen in parts.items():
-        path = os.path.join(args.out_dir, f"wiki.{split}.tokens")
+        path = outputs[split]
         with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
             for article in chosen:
                 f.writelines(article)

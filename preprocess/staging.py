@@ -6,26 +6,40 @@ destination, ``.segatron-preprocess-HOST-PID-RANDOM``, and moved into place
 only when the whole run has succeeded (``output.commit``). A refused or failed
 run removes its staging directory and leaves the destination as it was.
 
-SIGTERM and SIGINT raise ``Interrupted`` in the main process, so the same
-clean-up runs; the pool's workers die with their parent (Linux
-``PR_SET_PDEATHSIG``). After a SIGKILL the staging directory stays behind; the
-next run into the destination removes it when it can prove it abandoned: made
-on this host by a process that no longer exists.
+One run at a time writes a destination: a run holds an exclusive
+``fcntl.flock`` on ``DESTDIR/.segatron-preprocess.lock`` from its first look
+at the destination to its end; a second run into the same destination is
+refused at once with one line naming the run that holds it.
+
+SIGTERM and SIGINT are noted by their handler, never raised where they land
+(code that swallows exceptions, such as a ``__del__``, could lose them);
+``check_interrupted`` raises ``Interrupted`` at the run's next step (every
+line read, every chunk a worker returns, every split), so the same clean-up
+runs. The pool's workers end at once on SIGTERM (the pool's terminate) and
+die with their parent (Linux ``PR_SET_PDEATHSIG``). After a SIGKILL the
+staging directory stays behind; the next run into the destination removes it
+when it can prove it abandoned: made on this host by a process that no longer
+exists.
 """
 import contextlib
 import ctypes
+import fcntl
 import logging
 import os
 import shutil
 import signal
 import socket
 import tempfile
-from typing import Iterator
+from typing import Iterator, List
+
+from .errors import PreprocessError
 
 logger = logging.getLogger("segatron_preprocess")
 
 PREFIX = ".segatron-preprocess-"
+LOCK_FILE = ".segatron-preprocess.lock"
 _PR_SET_PDEATHSIG = 1
+_received: List[int] = []  # SIGTERM / SIGINT noted inside interruptible(), in order
 
 
 class Interrupted(Exception):
@@ -36,19 +50,27 @@ class Interrupted(Exception):
         self.signum = signum
 
 
-def _raise_interrupted(signum, frame):
-    raise Interrupted(signum)
+def _note_signal(signum, frame):
+    _received.append(signum)
+
+
+def check_interrupted() -> None:
+    """Raise ``Interrupted`` when a SIGTERM or SIGINT has arrived inside ``interruptible``."""
+    if _received:
+        raise Interrupted(_received[0])
 
 
 @contextlib.contextmanager
 def interruptible() -> Iterator[None]:
-    """SIGTERM and SIGINT raise ``Interrupted`` inside the block."""
-    previous = {s: signal.signal(s, _raise_interrupted) for s in (signal.SIGTERM, signal.SIGINT)}
+    """SIGTERM and SIGINT inside the block are noted for ``check_interrupted``."""
+    _received.clear()
+    previous = {s: signal.signal(s, _note_signal) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
         yield
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+        _received.clear()
 
 
 @contextlib.contextmanager
@@ -73,6 +95,7 @@ def uninterrupted() -> Iterator[None]:
 def worker_process_setup() -> None:
     """In a pool worker: die with the parent, leave SIGINT to the parent, and
     let SIGTERM (the pool's terminate) end the process at once."""
+    _received.clear()  # the parent's, copied by fork
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     try:
@@ -109,17 +132,57 @@ def remove_abandoned(destdir: str) -> None:
             logger.info(f"removed {os.path.join(destdir, name)}, left by process {parts[1]}, which no longer runs")
 
 
+def _lock_holder(fd: int) -> str:
+    holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip()
+    return f" ({holder})" if holder else ""
+
+
+@contextlib.contextmanager
+def locked_destination(destdir: str) -> Iterator[None]:
+    """``destdir`` (created if missing) for this run alone, or ``PreprocessError``
+    at once when another run holds it. On exit the lock file is removed, and
+    ``destdir`` too if this run created it and nothing was committed into it."""
+    path = os.path.join(destdir, LOCK_FILE)
+    created = False
+    while True:
+        if not os.path.isdir(destdir):
+            os.makedirs(os.path.dirname(os.path.abspath(destdir)), exist_ok=True)
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(destdir)
+                created = True
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except FileNotFoundError:  # the run that held it removed the directory meanwhile
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _lock_holder(fd)
+            os.close(fd)
+            raise PreprocessError(f"{destdir}: another segatron-preprocess run{holder} is writing this "
+                                  f"destination; wait for it to end, or use another --destdir") from None
+        try:
+            if os.stat(path).st_ino == os.fstat(fd).st_ino:
+                break
+        except FileNotFoundError:
+            pass
+        os.close(fd)  # locked a file that the run before removed: lock the one in place now
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"process {os.getpid()} on {socket.gethostname()}".encode(), 0)
+        yield
+    finally:
+        os.remove(path)
+        os.close(fd)
+        if created and not os.listdir(destdir):
+            os.rmdir(destdir)
+
+
 @contextlib.contextmanager
 def staging_directory(destdir: str) -> Iterator[str]:
-    """A new staging directory in ``destdir`` (created if missing), removed on
-    exit; ``destdir`` itself is removed again if this run created it and
-    nothing was committed into it."""
-    created = not os.path.exists(destdir)
-    os.makedirs(destdir, exist_ok=True)
+    """A new staging directory in ``destdir``, removed on exit."""
     path = tempfile.mkdtemp(prefix=f"{PREFIX}{socket.gethostname()}-{os.getpid()}-", dir=destdir)
     try:
         yield path
     finally:
         shutil.rmtree(path, ignore_errors=True)
-        if created and not os.listdir(destdir):
-            os.rmdir(destdir)

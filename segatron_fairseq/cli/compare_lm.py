@@ -7,6 +7,11 @@ variant has the same width, layers, parameters (W_R is d x d whichever parts
 R has), steps, learning-rate schedule and seed; each is trained with
 ``fairseq-train --task segatron_lm`` and scored with ``fairseq-eval-lm`` on
 valid and test. This is the small-scale version of the paper's Table 2.
+
+Every option, --data and the folders are checked before anything runs. Each
+variant trains into WORKDIR/VARIANT; a folder there that holds files (an
+earlier run) is refused, never resumed (its checkpoint may have other
+settings), unless --overwrite, which replaces it.
 """
 import argparse
 import json
@@ -20,6 +25,8 @@ import time
 import torch
 
 from segatron_fairseq import PLUGIN_DIR
+from segatron_fairseq.cli.user_errors import positive_int
+from segatron_preprocess.corpus_format import DICT_FILE, dataset_files
 
 # the fairseq CLIs of this interpreter (also where fairseq is on PYTHONPATH without console scripts)
 FAIRSEQ_TRAIN = [sys.executable, "-m", "fairseq_cli.train"]
@@ -61,10 +68,57 @@ def evaluate(args, checkpoint, split, log_path):
     return {"tokens": int(match.group(1).replace(",", "")), "ppl": float(match.group(3))}
 
 
+def check_data(parser, data: str, splits) -> None:
+    """``--data`` is a segatron-preprocess directory with ``splits``."""
+    if not os.path.isdir(data):
+        parser.error(f"--data {data}: not a directory")
+    needed = [os.path.join(data, DICT_FILE)] + [f for split in splits for f in dataset_files(os.path.join(data, split))]
+    missing = [path for path in needed if not os.path.isfile(path)]
+    if missing:
+        parser.error(f"--data {data}: not a segatron-preprocess directory with {', '.join(splits)} (no {missing[0]})")
+
+
+def check_folders(parser, args, names) -> None:
+    """``--workdir``'s variant folders are free (or --overwrite) and ``--out`` can be written."""
+    if os.path.exists(args.workdir) and not os.path.isdir(args.workdir):
+        parser.error(f"--workdir {args.workdir}: a file, not a directory")
+    for name in names:
+        folder = os.path.join(args.workdir, name)
+        if os.path.exists(folder) and not os.path.isdir(folder):
+            parser.error(f"--workdir {args.workdir}: {folder} is a file, not a directory")
+        if os.path.isdir(folder) and os.listdir(folder) and not args.overwrite:
+            parser.error(f"--workdir {args.workdir}: {folder} holds an earlier run; pass --overwrite to replace it, "
+                         f"or name another --workdir")
+    if args.out is not None:
+        if os.path.isdir(args.out):
+            parser.error(f"--out {args.out}: a directory")
+        if not os.path.isdir(os.path.dirname(os.path.abspath(args.out))):
+            parser.error(f"--out {args.out}: its directory does not exist")
+
+
+def check_numbers(parser, args) -> None:
+    """What ``positive_int`` does not check: non-negative counts, a dropout probability, a positive rate."""
+    for option in ("mem_len", "warmup"):
+        if getattr(args, option, 0) < 0:
+            parser.error(f"--{option.replace('_', '-')}: must be at least 0, not {getattr(args, option)}")
+    if not 0 <= args.dropout < 1:
+        parser.error(f"--dropout: must be in [0, 1), not {args.dropout}")
+    if not args.lr > 0:
+        parser.error(f"--lr: must be above 0, not {args.lr}")
+    if args.dim % args.heads:
+        parser.error(f"--dim {args.dim} is not a multiple of --heads {args.heads}")
+
+
+def fresh_folder(folder: str) -> None:
+    """``folder`` empty: created, or emptied when ``check_folders`` allowed it (--overwrite)."""
+    if os.path.isdir(folder) and os.listdir(folder):
+        shutil.rmtree(folder)
+    os.makedirs(folder, exist_ok=True)
+
+
 def train_and_score(args, name):
     work = os.path.join(args.workdir, name)
-    shutil.rmtree(work, ignore_errors=True)
-    os.makedirs(work)
+    fresh_folder(work)
     device = ["--cpu"] if not torch.cuda.is_available() else []
     start = time.perf_counter()
     run([*FAIRSEQ_TRAIN, args.data, "--user-dir", PLUGIN_DIR, "--task", "segatron_lm",
@@ -92,26 +146,31 @@ def cli_main(argv=None) -> None:
     p.add_argument("--data", required=True, help="segatron-preprocess directory with train, valid, test")
     p.add_argument("--variants", default=",".join(TABLE2_VARIANTS), help=f"comma separated, from {list(VARIANTS)}")
     p.add_argument("--workdir", default="compare_lm_runs", help="one folder per variant: checkpoints and logs")
-    p.add_argument("--layers", type=int, default=4, help="layers of every variant")
-    p.add_argument("--dim", type=int, default=128, help="model width d")
-    p.add_argument("--heads", type=int, default=4, help="attention heads")
-    p.add_argument("--ffn", type=int, default=512, help="feed-forward inner width")
+    p.add_argument("--layers", type=positive_int, default=4, help="layers of every variant")
+    p.add_argument("--dim", type=positive_int, default=128, help="model width d")
+    p.add_argument("--heads", type=positive_int, default=4, help="attention heads")
+    p.add_argument("--ffn", type=positive_int, default=512, help="feed-forward inner width")
     p.add_argument("--dropout", type=float, default=0.1, help="dropout")
-    p.add_argument("--tgt-len", type=int, default=64, help="tokens per segment (training and scoring)")
+    p.add_argument("--tgt-len", type=positive_int, default=64, help="tokens per segment (training and scoring)")
     p.add_argument("--mem-len", type=int, default=64, help="tokens of memory")
-    p.add_argument("--batch-size", type=int, default=16, help="stream rows in training")
-    p.add_argument("--eval-batch-size", type=int, default=1, help="stream rows in fairseq-eval-lm")
-    p.add_argument("--max-update", type=int, default=2000, help="training updates")
+    p.add_argument("--batch-size", type=positive_int, default=16, help="stream rows in training")
+    p.add_argument("--eval-batch-size", type=positive_int, default=1, help="stream rows in fairseq-eval-lm")
+    p.add_argument("--max-update", type=positive_int, default=2000, help="training updates")
     p.add_argument("--warmup", type=int, default=100, help="warm-up updates of the cosine schedule")
     p.add_argument("--lr", type=float, default=1e-3, help="peak learning rate")
     p.add_argument("--seed", type=int, default=1, help="seed of every variant")
     p.add_argument("--adaptive-softmax-cutoff", default=None, help="e.g. 2000,6000 for a large vocabulary")
     p.add_argument("--out", help="also write the results as JSON here")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace a variant's folder in --workdir that holds an earlier run (else refused)")
     args = p.parse_args(argv)
     variants = args.variants.split(",")
     unknown = [v for v in variants if v not in VARIANTS]
     if unknown:
         p.error(f"unknown variants {unknown}; choose from {list(VARIANTS)}")
+    check_numbers(p, args)
+    check_data(p, args.data, ("train", "valid", "test"))
+    check_folders(p, args, variants)
     print(f"training {len(variants)} variants on {args.data}: {args.layers} layers, d={args.dim}, "
           f"{args.max_update} updates of {args.batch_size} x {args.tgt_len} tokens, seed {args.seed}", flush=True)
     results = [train_and_score(args, name) for name in variants]

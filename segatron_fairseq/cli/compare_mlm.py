@@ -12,18 +12,22 @@ each checkpoint is scored with ``fairseq-validate`` on valid, whose examples
 and masks depend only on the seed (fairseq's ``MaskTokensDataset``), so both
 models are scored on the same masked tokens. This is the small-scale version
 of the paper's pre-training comparison of SegaBERT and BERT.
+
+Every option, --data and the folders are checked before anything runs; a
+model's folder in --workdir that holds an earlier run is refused unless
+--overwrite (as ``segatron-compare-lm``).
 """
 import argparse
 import json
 import os
 import re
-import shutil
 import sys
 
 import torch
 
 from segatron_fairseq import PLUGIN_DIR
-from segatron_fairseq.cli.compare_lm import run
+from segatron_fairseq.cli.compare_lm import check_data, check_folders, check_numbers, fresh_folder, run
+from segatron_fairseq.cli.user_errors import positive_int
 from segatron_fairseq.segments import TABLE_SIZES
 
 FAIRSEQ_TRAIN = [sys.executable, "-m", "fairseq_cli.train"]
@@ -74,8 +78,7 @@ def validate(args, checkpoint, log_path):
 
 def train_and_score(args, name):
     work = os.path.join(args.workdir, name)
-    shutil.rmtree(work, ignore_errors=True)
-    os.makedirs(work)
+    fresh_folder(work)
     train(args, name, work)
     state = torch.load(os.path.join(work, "checkpoint_last.pt"), map_location="cpu", weights_only=False)
     result = {"model": name, "params": sum(v.numel() for k, v in state["model"].items()), "ppl": {}}
@@ -91,22 +94,30 @@ def cli_main(argv=None) -> None:
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--data", required=True, help="segatron-preprocess directory with train and valid")
     p.add_argument("--workdir", default="compare_mlm_runs", help="one folder per model: checkpoints and logs")
-    p.add_argument("--layers", type=int, default=4)
-    p.add_argument("--dim", type=int, default=128)
-    p.add_argument("--heads", type=int, default=4)
-    p.add_argument("--ffn", type=int, default=512)
+    p.add_argument("--layers", type=positive_int, default=4)
+    p.add_argument("--dim", type=positive_int, default=128)
+    p.add_argument("--heads", type=positive_int, default=4)
+    p.add_argument("--ffn", type=positive_int, default=512)
     p.add_argument("--dropout", type=float, default=0.1)
-    p.add_argument("--tokens-per-sample", type=int, default=128, help="document examples of at most this many tokens")
-    p.add_argument("--batch-size", type=int, default=16)
-    p.add_argument("--max-update", type=int, default=600)
-    p.add_argument("--eval-every", type=int, default=150, help="score a checkpoint every this many updates")
+    p.add_argument("--tokens-per-sample", type=positive_int, default=128,
+                   help="document examples of at most this many tokens")
+    p.add_argument("--batch-size", type=positive_int, default=16)
+    p.add_argument("--max-update", type=positive_int, default=600)
+    p.add_argument("--eval-every", type=positive_int, default=150, help="score a checkpoint every this many updates")
     p.add_argument("--warmup", type=int, default=60)
     p.add_argument("--lr", type=float, default=5e-4)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--out", help="also write the results as JSON here")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace a model's folder in --workdir that holds an earlier run (else refused)")
     args = p.parse_args(argv)
-    if args.tokens_per_sample > BERT_MAX_POSITIONS or args.max_update % args.eval_every:
-        p.error(f"--tokens-per-sample must be <= {BERT_MAX_POSITIONS} and --eval-every divide --max-update")
+    if args.tokens_per_sample > BERT_MAX_POSITIONS:
+        p.error(f"--tokens-per-sample: must be at most {BERT_MAX_POSITIONS}, not {args.tokens_per_sample}")
+    if args.max_update % args.eval_every:
+        p.error(f"--eval-every {args.eval_every} does not divide --max-update {args.max_update}")
+    check_numbers(p, args)
+    check_data(p, args.data, ("train", "valid"))
+    check_folders(p, args, VARIANTS)
     print(f"pre-training segabert and bert on {args.data}: {args.layers} layers, d={args.dim}, {args.max_update} "
           f"updates of {args.batch_size} x {args.tokens_per_sample} tokens, seed {args.seed}", flush=True)
     results = [train_and_score(args, name) for name in VARIANTS]

@@ -23,6 +23,8 @@ embeddings are saved to ``--embeddings``. They are reused only when
 everything that changes an embedding is unchanged (checkpoint, the texts,
 the dictionary and sub-word model, --max-length, the special-token settings,
 --model-overrides); otherwise they are recomputed and the log says why.
+An existing ``--embeddings`` file that is not such a cache (a checkpoint, say)
+is refused before any work, never replaced.
 Output: one JSON line per question with its ``top_k`` candidates (``passage``:
 the passage id, or the index into ``candidates``) and scores.
 """
@@ -191,21 +193,49 @@ def embedding_key(args, hub, texts: List[str], overrides: Dict) -> Dict[str, str
     }
 
 
-def cached_embeddings(path: str, key: Dict[str, str], count: int) -> Optional[torch.Tensor]:
-    if not os.path.isfile(path):
+def read_cache(path: str) -> Optional[Tuple[Dict[str, str], torch.Tensor]]:
+    """The key and embeddings saved at ``path`` by an earlier run; None when
+    there is no file. Anything else at ``path`` (a checkpoint, a damaged file,
+    a directory) is refused, since this tool replaces the file it caches in."""
+    if not os.path.lexists(path):
         return None
+    if os.path.isdir(path):
+        raise ValueError(f"{path}: --embeddings is a directory")
     try:
         cached = torch.load(path, map_location="cpu", weights_only=True)
         old_key, embeddings = cached["key"], cached["embeddings"]
-    except Exception as err:  # a file of another kind or a damaged one is recomputed, never trusted
-        logger.info(f"{path} is not an embedding cache of this tool ({err.__class__.__name__}); recomputing")
+        recognised = (set(cached) == {"key", "embeddings"} and isinstance(old_key, dict)
+                      and isinstance(embeddings, torch.Tensor))
+    except Exception:  # a file of another kind or a damaged one is never trusted, nor replaced
+        recognised = False
+    if not recognised:
+        raise ValueError(f"{path}: --embeddings is an existing file that is not an embedding cache of "
+                         f"cross-thought-rank; it is never replaced: remove it or name another file")
+    return old_key, embeddings
+
+
+def cached_embeddings(path: str, cache, key: Dict[str, str], count: int) -> Optional[torch.Tensor]:
+    """The cached embeddings (``read_cache``) when they were computed under ``key``, else None."""
+    if cache is None:
         return None
+    old_key, embeddings = cache
     changed = [name for name in key if old_key.get(name) != key[name]]
     if changed or embeddings.size(0) != count:
         logger.info(f"{path} was computed with other settings (changed: {', '.join(changed) or 'size'}); "
                     f"recomputing")
         return None
     return embeddings
+
+
+def check_output(path: str, inputs: List[str]) -> None:
+    """``--output`` can be written: not a directory, in an existing directory, not one of the inputs."""
+    if os.path.isdir(path):
+        raise ValueError(f"{path}: --output is a directory")
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise ValueError(f"{path}: --output is in {directory}, which is not a directory")
+    if os.path.realpath(path) in {os.path.realpath(given) for given in inputs}:
+        raise ValueError(f"{path}: --output is also an input of this run; name another file")
 
 
 def recall_and_mrr(ranked: List[list], gold: List[list], ks: List[int]) -> Dict[str, float]:
@@ -227,6 +257,8 @@ def main(args) -> None:
     overrides = ast.literal_eval(args.model_overrides) if args.model_overrides else {}
     if not isinstance(overrides, dict):
         raise ValueError(f"--model-overrides {args.model_overrides!r} is not a dict")
+    check_output(args.output, [f for f in (args.path, args.passages, args.questions, args.embeddings) if f])
+    cache = read_cache(args.embeddings)
     loaded = load_checkpoint(args.path, "cross_thought", args.data, overrides, corpus_option="--data")
     hub = CrossThoughtHubInterface(loaded.cfg, loaded.task, loaded.model, loaded.corpus)
     if torch.cuda.is_available() and not args.cpu:
@@ -242,7 +274,7 @@ def main(args) -> None:
                 where[text] = len(pool)
                 pool.append(text)
     key = embedding_key(args, hub, pool, overrides)  # the pool is never empty: read_questions checks
-    embeddings = cached_embeddings(args.embeddings, key, len(pool))
+    embeddings = cached_embeddings(args.embeddings, cache, key, len(pool))
     if embeddings is not None:
         logger.info(f"reusing {len(pool):,} candidate embeddings from {args.embeddings}")
     else:
@@ -286,8 +318,11 @@ def cli_main(argv=None) -> None:
     p.add_argument("--questions", required=True,
                    help="one question per line, or .jsonl with 'question', optional 'id', 'candidate_ids' or "
                         "'candidates', and 'gold'")
-    p.add_argument("--embeddings", required=True, help="where the candidate embeddings are saved and reused")
-    p.add_argument("--output", required=True, help="JSON lines: each question's top-k candidates")
+    p.add_argument("--embeddings", required=True,
+                   help="where the candidate embeddings are saved and reused; an existing file that is not this "
+                        "tool's cache is refused, never replaced")
+    p.add_argument("--output", required=True,
+                   help="JSON lines: each question's top-k candidates (a file in an existing directory)")
     p.add_argument("--top-k", type=positive_int, default=20, help="candidates written per question")
     p.add_argument("--recall-k", default="1,5,20", help="k of the reported Recall@k, comma separated")
     p.add_argument("--max-length", type=positive_int, default=64, help="tokens kept of each text")

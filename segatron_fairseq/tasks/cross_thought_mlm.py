@@ -22,6 +22,7 @@ from fairseq.data import (
     TokenBlockDataset,
     data_utils,
 )
+from fairseq.data.indexed_dataset import MMapIndexedDataset
 from fairseq.tasks import register_task
 
 from segatron_fairseq.data import ShortSequenceDataset, ShortSequenceSampleDataset
@@ -29,6 +30,7 @@ from segatron_fairseq.segments import MASK_SYMBOL
 from segatron_fairseq.tasks.masking import MaskingConfig, load_dictionary_with_mask
 from segatron_fairseq.tasks.per_sequence_sizes import PerSequenceSizeCheck
 from segatron_fairseq.tasks.single_dictionary_task import SingleDictionaryTask
+from segatron_preprocess.split_reader import check_token_ids
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +56,8 @@ class CrossThoughtMLMTask(PerSequenceSizeCheck, SingleDictionaryTask):
         tokens = data_utils.load_indexed_dataset(path, self.dictionary)
         if tokens is None:
             raise FileNotFoundError(f"split '{split}' not found: {path}.bin/.idx")
+        if isinstance(tokens, MMapIndexedDataset):  # what segatron-preprocess and fairseq-preprocess write
+            check_token_ids(tokens, path, len(self.dictionary))
         block = self.cfg.num_sequences * self.cfg.sequence_length
         blocks = TokenBlockDataset(tokens, tokens.sizes, block, pad=self.dictionary.pad(), eos=self.dictionary.eos(),
                                    break_mode="none")

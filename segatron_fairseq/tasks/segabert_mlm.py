@@ -73,7 +73,7 @@ class SegaBERTMLMTask(SingleDictionaryTask):
     def load_dataset(self, split: str, epoch: int = 1, combine: bool = False, **kwargs):
         prefix = os.path.join(self.cfg.data, split)
         examples = DocumentExampleDataset(
-            SegmentIndexedDataset(prefix), self.dictionary.bos(), self.dictionary.eos(),
+            SegmentIndexedDataset(prefix, len(self.dictionary)), self.dictionary.bos(), self.dictionary.eos(),
             self.cfg.tokens_per_sample, self.index_limits, self.cfg.seed, self.cfg.examples_per_epoch,
         )
         logger.info(f"{split}: {len(examples):,} examples from {len(examples.table.document_first):,} documents, "

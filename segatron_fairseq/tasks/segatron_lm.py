@@ -87,7 +87,7 @@ class SegatronLMTask(SingleDictionaryTask):
 
     def load_dataset(self, split: str, epoch: int = 1, combine: bool = False, **kwargs):
         prefix = os.path.join(self.cfg.data, split)
-        corpus = SegmentIndexedDataset(prefix)
+        corpus = SegmentIndexedDataset(prefix, len(self.dictionary))
         if self.cfg.sample_break_mode == "eos":
             if split == self.cfg.train_subset:
                 raise ValueError("--sample-break-mode eos makes prompts for fairseq-generate; training reads the "

@@ -5,6 +5,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import time
 
@@ -301,6 +302,34 @@ def test_readers_refuse_a_split_whose_commit_did_not_finish(dest):
         SegmentIndexedDataset(str(dest / "train"))
 
 
+def test_readers_refuse_token_ids_outside_the_dictionary(dest):
+    """A .bin of the right size written with a larger dictionary passes the manifest; its ids do not."""
+    from fairseq.data import Dictionary
+
+    from segatron_fairseq.data import SegmentIndexedDataset
+    from segatron_fairseq.tasks.cross_thought_mlm import CrossThoughtMLMConfig, CrossThoughtMLMTask
+    from segatron_fairseq.tasks.segatron_lm import SegatronLMConfig, SegatronLMTask
+
+    size = len(Dictionary.load(str(dest / "dict.txt")))
+    ids = np.fromfile(dest / "train.bin", dtype=np.uint16)
+    ids[len(ids) // 2] = size + 7
+    ids.tofile(dest / "train.bin")
+    message = f"{dest / 'train.bin'}: token id {size + 7:,} is outside the dictionary of {size:,} symbols"
+    with pytest.raises(ValueError, match=message):
+        SegmentIndexedDataset(str(dest / "train"))
+    SegmentIndexedDataset(str(dest / "train"), size + 8)  # a task's dictionary with symbols of its own
+    task = SegatronLMTask.setup_task(SegatronLMConfig(data=str(dest), batch_size=2, batch_size_valid=2,
+                                                      train_subset="train", seed=1))
+    with pytest.raises(ValueError, match=message):
+        task.load_dataset("train")
+    task = CrossThoughtMLMTask.setup_task(CrossThoughtMLMConfig(data=str(dest), num_sequences=2, sequence_length=8))
+    with pytest.raises(ValueError, match=f"token id {size + 7:,} is outside the dictionary of {size + 1:,}"):
+        task.load_dataset("train")  # its dictionary has <mask>
+    out = run_cli("segatron-inspect", dest, "train", 0, expect_ok=False)
+    assert out.strip().splitlines() == [f"segatron-inspect: error: {message}: the split was binarized with another "
+                                        f"dictionary; run segatron-preprocess again"]
+
+
 def test_whole_word_masking_needs_the_metadata(dest):
     from segatron_fairseq.tasks.masking import load_dictionary_with_mask, whole_word_starts
 
@@ -355,7 +384,7 @@ def test_authors_stream_splits_headings_like_text(tmp_path):
 
 
 def test_a_signal_during_the_commit_waits_for_it():
-    from segatron_preprocess.staging import Interrupted, interruptible, uninterrupted
+    from segatron_preprocess.staging import Interrupted, check_interrupted, interruptible, uninterrupted
 
     finished = []
     with interruptible():
@@ -363,7 +392,79 @@ def test_a_signal_during_the_commit_waits_for_it():
             os.kill(os.getpid(), signal.SIGTERM)
             finished.append("commit")
         finished.append("after")
+        check_interrupted()  # the commit's signal is not the run's
+        os.kill(os.getpid(), signal.SIGTERM)
         with pytest.raises(Interrupted):
-            os.kill(os.getpid(), signal.SIGTERM)
-            time.sleep(1)
+            check_interrupted()
     assert finished == ["commit", "after"]
+
+
+class _SwallowsSignals:
+    """Like the regex module's object that once swallowed a SIGTERM: the signal arrives while its ``__del__`` runs,
+    and Python ignores (prints) whatever a ``__del__`` raises."""
+
+    def __del__(self):
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.01)  # the handler runs here, inside __del__
+
+
+def test_a_signal_that_lands_in_code_that_swallows_exceptions_still_stops_the_run(corpus, tmp_path, monkeypatch):
+    from segatron_preprocess import indexer
+
+    start_document, calls = indexer.DocumentIndexer.start_document, []
+
+    def start_document_with_a_del(self):
+        calls.append(1)
+        if len(calls) == 3:
+            _SwallowsSignals()  # made and collected at once
+        return start_document(self)
+
+    monkeypatch.setattr(indexer.DocumentIndexer, "start_document", start_document_with_a_del)
+    dest = tmp_path / "dest"
+    out = run_cli("segatron-preprocess", "--input-format", "wikitext", "--trainpref", corpus / "train.txt",
+                  "--destdir", dest, "--sentence-splitter", corpus / "bin" / "punkt_tab", expect_ok=False)
+    assert f"segatron-preprocess: stopped by SIGTERM: workers ended, temporary files removed, {dest} left as it " \
+           f"was" in out, out[-3000:]
+    assert "wrote train" not in out
+    assert not dest.exists()
+
+
+# ---- one run at a time into a destination ---------------------------------------------------------------
+
+def test_a_destination_another_process_holds_is_refused(corpus, dest):
+    """The test process holds the destination's lock; a segatron-preprocess process is refused at once."""
+    from segatron_preprocess.staging import LOCK_FILE, locked_destination
+
+    before = snapshot(dest)
+    with locked_destination(str(dest)):
+        proc = subprocess.run([str(BIN / "segatron-preprocess"), "--input-format", "wikitext", "--testpref",
+                               str(corpus / "valid.txt"), "--destdir", str(dest)], capture_output=True,
+                              text=True, timeout=120)
+        assert (dest / LOCK_FILE).read_text() == f"process {os.getpid()} on {socket.gethostname()}"
+    assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines() == [
+        f"segatron-preprocess: error: {dest}: another segatron-preprocess run (process {os.getpid()} on "
+        f"{socket.gethostname()}) is writing this destination; wait for it to end, or use another --destdir"]
+    assert snapshot(dest) == before  # the lock file removed again
+
+
+@pytest.mark.end_to_end
+def test_two_runs_into_one_new_destination(long_input, corpus, tmp_path):
+    """The second run is refused while the first writes; the first finishes with every split complete."""
+    dest = tmp_path / "dest"
+    first, _ = _start_long_run(long_input, corpus, dest)
+    second = subprocess.run([str(BIN / "segatron-preprocess"), "--input-format", "wikitext", "--trainpref",
+                             str(corpus / "train.txt"), "--destdir", str(dest)], capture_output=True, text=True,
+                            timeout=120)
+    assert first.poll() is None, "the first run ended before the second started"
+    assert second.returncode == 1
+    assert second.stderr.strip().splitlines() == [
+        f"segatron-preprocess: error: {dest}: another segatron-preprocess run (process {first.pid} on "
+        f"{socket.gethostname()}) is writing this destination; wait for it to end, or use another --destdir"]
+    _, stderr = first.communicate(timeout=300)
+    assert first.returncode == 0, stderr[-3000:]
+    metadata = json.loads((dest / "segatron_preprocess.json").read_text())
+    assert metadata["splits"]["train"]["state"] == "complete"
+    assert not [p.name for p in dest.iterdir() if p.name.startswith(".segatron-preprocess")]
+
+

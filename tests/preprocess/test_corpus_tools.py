@@ -38,3 +38,39 @@ def test_demo_corpus_is_deterministic_wikitext_the_binarizer_reads(tmp_path):
     splits = json.loads((tmp_path / "bin" / "segatron_preprocess.json").read_text())["splits"]
     assert [splits[s]["documents"] for s in ("train", "valid", "test")] == [20, 2, 2]
     assert splits["train"]["paragraphs"] > 20 and splits["train"]["sentences"] > splits["train"]["paragraphs"]
+
+
+def test_split_wikitext_refuses_mistakes_and_writes_nothing(tmp_path):
+    wiki = tmp_path / "wiki.tokens"
+    write_wikitext(wiki, make_documents(6, seed=72))
+    out_dir = tmp_path / "split"
+
+    def refused(*args, expect):
+        out = run_cli("segatron-split-wikitext", *args, expect_ok=False)
+        assert f"segatron-split-wikitext: error: {expect}" in out, out
+        assert "Traceback" not in out
+        assert not out_dir.exists()
+
+    # counts that overlapped train and test (-1) or wrote empty files (0)
+    refused(wiki, out_dir, "--valid-articles", -1, expect="--valid-articles must be >= 1, not -1")
+    refused(wiki, out_dir, "--valid-articles", 0, "--test-articles", 0, expect="--valid-articles must be >= 1, not 0")
+    refused(wiki, out_dir, "--test-articles", 0, expect="--test-articles must be >= 1, not 0")
+    refused(tmp_path / "nope.tokens", out_dir, expect=f"{tmp_path / 'nope.tokens'}: the WikiText file does not exist")
+    refused(tmp_path, out_dir, expect=f"{tmp_path}: the WikiText file is a directory, not a file")
+    (tmp_path / "latin1.tokens").write_bytes(wiki.read_bytes() + b" caf\xe9 \n")
+    line = wiki.read_text().count("\n") + 1
+    refused(tmp_path / "latin1.tokens", out_dir, expect=f"{tmp_path / 'latin1.tokens'}: line {line} is not valid UTF-8")
+    (tmp_path / "a_file").write_text("mine\n")
+    out = run_cli("segatron-split-wikitext", wiki, tmp_path / "a_file", expect_ok=False)
+    assert f"error: {tmp_path / 'a_file'}: the output directory is a file" in out
+    assert (tmp_path / "a_file").read_text() == "mine\n"
+
+    # existing outputs are replaced only with --overwrite
+    out_dir.mkdir()
+    (out_dir / "wiki.valid.tokens").write_text("mine\n")
+    out = run_cli("segatron-split-wikitext", wiki, out_dir, "--valid-articles", 1, "--test-articles", 1,
+                  expect_ok=False)
+    assert f"error: {out_dir / 'wiki.valid.tokens'} exists; pass --overwrite" in out
+    assert sorted(p.name for p in out_dir.iterdir()) == ["wiki.valid.tokens"]
+    run_cli("segatron-split-wikitext", wiki, out_dir, "--valid-articles", 1, "--test-articles", 1, "--overwrite")
+    assert (out_dir / "wiki.valid.tokens").read_text().startswith(" \n = Lobster 4 = ")

@@ -1,0 +1,100 @@
+"""segatron-compare-lm: every input checked before anything runs, and no earlier run deleted without
+--overwrite (segatron-compare-mlm shares the checks)."""
+import re
+
+import pytest
+from conftest import run_cli
+from corpus import make_documents, write_wikitext
+
+
+def fake_data(directory, splits=("train", "valid", "test")):
+    """A directory with the files of a segatron-preprocess directory (empty: the checks look for files only)."""
+    from segatron_preprocess.corpus_format import dataset_files
+
+    directory.mkdir()
+    (directory / "dict.txt").write_text("")
+    for split in splits:
+        for path in dataset_files(str(directory / split)):
+            open(path, "w").close()
+    return directory
+
+
+def refused(command, *args, expect):
+    out = run_cli(command, *args, expect_ok=False)
+    assert f"{command}: error: {expect}" in out, out[-2000:]
+    assert "Traceback" not in out and "training" not in out, out[-3000:]  # refused before anything runs
+    return out
+
+
+@pytest.mark.parametrize("option,value,expect", [
+    ("--max-update", 0, "argument --max-update: must be at least 1, not 0"),
+    ("--layers", -1, "argument --layers: must be at least 1, not -1"),
+    ("--tgt-len", 0, "argument --tgt-len: must be at least 1, not 0"),
+    ("--batch-size", 0, "argument --batch-size: must be at least 1, not 0"),
+    ("--eval-batch-size", 0, "argument --eval-batch-size: must be at least 1, not 0"),
+    ("--mem-len", -1, "--mem-len: must be at least 0, not -1"),
+    ("--warmup", -5, "--warmup: must be at least 0, not -5"),
+    ("--dropout", 1.5, "--dropout: must be in [0, 1), not 1.5"),
+    ("--lr", 0, "--lr: must be above 0, not 0.0"),
+    ("--heads", 3, "--dim 128 is not a multiple of --heads 3"),
+])
+def test_compare_lm_numbers_are_checked_by_the_parser(tmp_path, option, value, expect):
+    data = fake_data(tmp_path / "bin")
+    refused("segatron-compare-lm", "--data", data, "--workdir", tmp_path / "runs", option, value, expect=expect)
+    assert not (tmp_path / "runs").exists()
+
+
+def test_compare_lm_data_and_folders_are_checked_first(tmp_path):
+    runs = tmp_path / "runs"
+    refused("segatron-compare-lm", "--data", tmp_path / "nope", "--workdir", runs,
+            expect=f"--data {tmp_path / 'nope'}: not a directory")
+    data = fake_data(tmp_path / "bin", splits=("train", "valid"))
+    refused("segatron-compare-lm", "--data", data, "--workdir", runs,
+            expect=f"--data {data}: not a segatron-preprocess directory with train, valid, test (no {data}/test.bin)")
+    data = fake_data(tmp_path / "full")
+    (runs / "no_sentence").mkdir(parents=True)
+    (runs / "no_sentence" / "checkpoint_last.pt").write_text("an earlier run\n")
+    (runs / "segatron_xl").mkdir()  # an empty folder is used as it is
+    refused("segatron-compare-lm", "--data", data, "--workdir", runs,
+            expect=f"--workdir {runs}: {runs / 'no_sentence'} holds an earlier run; pass --overwrite to replace it")
+    assert (runs / "no_sentence" / "checkpoint_last.pt").read_text() == "an earlier run\n"
+    refused("segatron-compare-lm", "--data", data, "--workdir", data / "dict.txt",
+            expect=f"--workdir {data / 'dict.txt'}: a file, not a directory")
+    refused("segatron-compare-lm", "--data", data, "--workdir", runs, "--variants", "segatron_xl", "--out", tmp_path,
+            expect=f"--out {tmp_path}: a directory")
+    refused("segatron-compare-lm", "--data", data, "--workdir", runs, "--variants", "segatron_xl",
+            "--out", tmp_path / "missing" / "results.json",
+            expect=f"--out {tmp_path / 'missing' / 'results.json'}: its directory does not exist")
+
+
+def test_compare_mlm_checks_the_same(tmp_path):
+    data = fake_data(tmp_path / "bin", splits=("train", "valid"))
+    runs = tmp_path / "runs"
+    refused("segatron-compare-mlm", "--data", data, "--workdir", runs, "--eval-every", 0,
+            expect="argument --eval-every: must be at least 1, not 0")
+    refused("segatron-compare-mlm", "--data", data, "--workdir", runs, "--max-update", 10, "--eval-every", 3,
+            expect="--eval-every 3 does not divide --max-update 10")
+    refused("segatron-compare-mlm", "--data", tmp_path / "nope", "--workdir", runs,
+            expect=f"--data {tmp_path / 'nope'}: not a directory")
+    (runs / "bert").mkdir(parents=True)
+    (runs / "bert" / "train.log").write_text("an earlier run\n")
+    refused("segatron-compare-mlm", "--data", data, "--workdir", runs,
+            expect=f"--workdir {runs}: {runs / 'bert'} holds an earlier run")
+    assert (runs / "bert" / "train.log").read_text() == "an earlier run\n"
+
+
+@pytest.mark.end_to_end  # segatron-compare-lm runs fairseq-train and fairseq-eval-lm in subprocesses
+def test_compare_lm_with_overwrite_replaces_an_earlier_run(tmp_path):
+    write_wikitext(tmp_path / "train.txt", make_documents(20, seed=3))
+    write_wikitext(tmp_path / "valid.txt", make_documents(3, seed=4))
+    run_cli("segatron-preprocess", "--input-format", "wikitext", "--trainpref", tmp_path / "train.txt",
+            "--validpref", tmp_path / "valid.txt", "--testpref", tmp_path / "valid.txt", "--destdir", tmp_path / "bin")
+    runs = tmp_path / "runs"
+    (runs / "transformer_xl").mkdir(parents=True)
+    (runs / "transformer_xl" / "stale.txt").write_text("an earlier run\n")
+    out = run_cli("segatron-compare-lm", "--data", tmp_path / "bin", "--workdir", runs, "--variants",
+                  "transformer_xl", "--overwrite", "--max-update", 2, "--layers", 1, "--dim", 16, "--heads", 2,
+                  "--ffn", 32, "--tgt-len", 8, "--mem-len", 8, "--batch-size", 2, "--warmup", 1)
+    assert re.search(r"^transformer_xl\s+[0-9,]+\s+[0-9.]+\s+[0-9.]+", out, re.M), out[-2000:]
+    assert not (runs / "transformer_xl" / "stale.txt").exists()
+    assert (runs / "transformer_xl" / "checkpoint_last.pt").exists()

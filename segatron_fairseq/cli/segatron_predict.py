@@ -75,7 +75,7 @@ def _squad(args) -> str:
     if args.null_odds:
         _write_json(args.null_odds, {q.qid: results[q.qid].no_answer_score for q in questions})
     if any(q.answers or q.is_impossible for q in questions):
-        figures = squad_metrics.evaluate(results, args.no_answer_threshold)
+        figures = squad_metrics.evaluate(results, task.cfg.squad_v2, args.no_answer_threshold)
         line = f"exact {figures['exact']:.2f} | f1 {figures['f1']:.2f} | questions {len(results)}"
         if task.cfg.squad_v2:
             for metric in ("exact", "f1"):

@@ -27,9 +27,10 @@ def check_inputs(data: str, checkpoints: List[str]) -> None:
     """``--data`` is a directory and every checkpoint named a file (before the first is scored)."""
     if not os.path.isdir(data):
         raise FileNotFoundError(f"{data}: no such directory (--data)")
+    from segatron_fairseq.hub.checkpoints import check_checkpoint_file
+
     for checkpoint in checkpoints:
-        if not os.path.isfile(checkpoint):
-            raise FileNotFoundError(f"{checkpoint}: checkpoint not found")
+        check_checkpoint_file(checkpoint)
 
 
 def checkpoint_losses(checkpoint: str, data: str, tokens: np.ndarray, sentence_start: np.ndarray,

@@ -48,6 +48,8 @@ def _save(plt, figure, out: str) -> List[str]:
 def read_curves(log_path: str) -> Dict[str, List[Tuple[int, float]]]:
     """(num_updates, ppl) of the train_inner and valid lines of a fairseq-train log."""
     curves = {"train": [], "valid": []}
+    if os.path.isdir(log_path):
+        raise IsADirectoryError(f"{log_path}: a directory, not a log")
     if not os.path.isfile(log_path):
         raise FileNotFoundError(f"{log_path}: log not found")
     with open(log_path, encoding="utf-8", errors="replace") as f:
@@ -141,6 +143,10 @@ def plot_boundary(data: str, split: str, checkpoints: List[str], tgt_len: int, l
 
 def read_text(path: str) -> str:
     """The text of ``path`` (UTF-8, not blank)."""
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"{path}: a directory, not a text file")
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{path}: text file not found")
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()
@@ -183,10 +189,13 @@ def cli_main(argv=None) -> None:
             parser.error(f"--labels has {len(labels)} names for {len(args.logs)} logs")
     with exit_on_user_error(parser.prog):
         if args.command == "attention":
-            from segatron_fairseq.models.segatron_xl import SegatronXLModel
+            from segatron_fairseq.hub.checkpoints import load_checkpoint
+            from segatron_fairseq.hub.segatron_xl import SegatronXLHubInterface
 
             text = read_text(args.text)
-            lm = SegatronXLModel.from_pretrained(args.model_dir, args.checkpoint_file, os.path.abspath(args.data))
+            loaded = load_checkpoint(os.path.join(args.model_dir, args.checkpoint_file), "segatron_xl",
+                                     os.path.abspath(args.data), corpus_option="--data")
+            lm = SegatronXLHubInterface(loaded.cfg, loaded.task, loaded.model)
             result = lm.attention(text, max_tokens=args.max_tokens)
             if args.layer >= len(result["layers"]):
                 parser.error(f"--layer {args.layer}: the model has {len(result['layers'])} layers")

@@ -5,7 +5,7 @@ nowhere else.
 ``load_checkpoint`` reads the file once (``read_checkpoint``) and checks,
 before it builds the model:
 
-- that the file exists (``FileNotFoundError``) and is a whole fairseq
+- that the file exists (``OSError``) and is a whole fairseq
   checkpoint (``ValueError``: empty, truncated, not fairseq's);
 - that it holds the registered model the caller serves (``segatron_xl``,
   ``segabert``, ``cross_thought``), not another one;
@@ -71,12 +71,19 @@ def checkpoint_task_name(state: dict) -> str:
     return name or "unknown"
 
 
-def read_checkpoint(path: str) -> Dict:
-    """The contents of the fairseq checkpoint at ``path`` (fairseq's
-    ``load_checkpoint_to_cpu``); a missing file is a ``FileNotFoundError``, a
-    file that is not a whole fairseq checkpoint a ``ValueError`` naming it."""
+def check_checkpoint_file(path: str) -> None:
+    """``path`` is a file (``FileNotFoundError``, ``IsADirectoryError``)."""
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"{path}: a directory, not a checkpoint file")
     if not os.path.isfile(path):
         raise FileNotFoundError(f"{path}: checkpoint not found")
+
+
+def read_checkpoint(path: str) -> Dict:
+    """The contents of the fairseq checkpoint at ``path`` (fairseq's
+    ``load_checkpoint_to_cpu``); a missing file is an ``OSError``, a file that
+    is not a whole fairseq checkpoint a ``ValueError`` naming it."""
+    check_checkpoint_file(path)
     try:
         return checkpoint_utils.load_checkpoint_to_cpu(path)
     except EOFError:

@@ -25,10 +25,10 @@ from segatron_fairseq.evaluation.token_losses import read_stream, stream_losses
 
 def check_inputs(data: str, checkpoints: List[str]) -> None:
     """``--data`` is a directory and every checkpoint named a file (before the first is scored)."""
-    if not os.path.isdir(data):
-        raise FileNotFoundError(f"{data}: no such directory (--data)")
     from segatron_fairseq.hub.checkpoints import check_checkpoint_file
 
+    if not os.path.isdir(data):
+        raise FileNotFoundError(f"{data}: no such directory (--data)")
     for checkpoint in checkpoints:
         check_checkpoint_file(checkpoint)
 

@@ -32,7 +32,7 @@ def _load(args, task_name: str):
         raise ValueError(f"{args.checkpoint}: a {kind} checkpoint (task {trained_with}); segatron-predict "
                          f"{args.format} needs one fine-tuned with the task {task_name}")
     loaded = checkpoints.load_checkpoint(args.checkpoint, "segabert", os.path.abspath(args.pretrain_data),
-                             overrides={"data": args.data}, corpus_option="--pretrain-data", state=state)
+                                         overrides={"data": args.data}, corpus_option="--pretrain-data", state=state)
     device = "cuda" if torch.cuda.is_available() and not args.cpu else "cpu"
     return loaded.model.eval().to(device), loaded.task, device
 

@@ -101,8 +101,8 @@ def baselines(path: str, seed: int):
                 golds = [a["text"] for a in qa["answers"]]
                 start = rng.randrange(len(words))
                 span = " ".join(words[start:start + rng.randint(1, 3)])
-                random_em += question_scores(span, golds)[0]
-                silent_em += question_scores("", golds)[0]
+                random_em += question_scores(span, golds, squad_v2=True)[0]
+                silent_em += question_scores("", golds, squad_v2=True)[0]
                 total += 1
     return 100 * random_em / total, 100 * silent_em / total
 
@@ -158,7 +158,7 @@ def main(argv=None) -> None:
     with open(dev, encoding="utf-8") as f:
         golds = {qa["id"]: [a["text"] for a in qa["answers"]]
                  for article in json.load(f)["data"] for p in article["paragraphs"] for qa in p["qas"]}
-    em = 100 * sum(question_scores(answers[qid], g)[0] for qid, g in golds.items()) / len(golds)
+    em = 100 * sum(question_scores(answers[qid], g, squad_v2=True)[0] for qid, g in golds.items()) / len(golds)
     random_em, silent_em = baselines(dev, args.seed)
     print(f"dev questions {len(golds)} | fine-tuned EM {em:.2f} | random-span EM {random_em:.2f} | "
           f"no-answer EM {silent_em:.2f}")

@@ -5,6 +5,8 @@ import argparse
 import sys
 from typing import List, Optional, Tuple
 
+from segatron_preprocess.errors import PreprocessError
+
 
 def new_parser(prog: str, description: str) -> Tuple[argparse.ArgumentParser, "argparse._SubParsersAction"]:
     """The parser and its subcommands (``formats.add_parser``; each sets ``run``)."""
@@ -18,6 +20,6 @@ def run(parser: argparse.ArgumentParser, argv: Optional[List[str]]) -> None:
     args = parser.parse_args(argv)
     try:
         path = args.run(args)
-    except (OSError, ValueError, KeyError, NotImplementedError) as err:
+    except (OSError, ValueError, KeyError, NotImplementedError, PreprocessError) as err:
         sys.exit(f"{parser.prog}: error: {err}")
     print(f"wrote {path}")

@@ -10,7 +10,8 @@
 - ``curves``: train and valid perplexity against updates, read from the logs
   of ``fairseq-train --log-format simple`` (the paper's Figure 2).
 - ``boundary``: perplexity by the target token's position in its sentence
-  (scored as ``segatron-loss-by-boundary`` scores the split).
+  (scored as ``segatron-loss-by-boundary`` scores the split, with ``--data``'s
+  dictionary).
 """
 import argparse
 import math
@@ -19,6 +20,8 @@ import re
 from typing import Dict, List, Tuple
 
 import numpy as np
+
+from segatron_fairseq.cli.user_errors import exit_on_user_error, positive_int
 
 _TRAIN = re.compile(r"\| train_inner \| .*?ppl=([0-9.]+),.*?num_updates=(\d+)")
 _VALID = re.compile(r"\| valid \| .*?\| ppl ([0-9.]+) \|.*?\| num_updates (\d+)")
@@ -45,6 +48,10 @@ def _save(plt, figure, out: str) -> List[str]:
 def read_curves(log_path: str) -> Dict[str, List[Tuple[int, float]]]:
     """(num_updates, ppl) of the train_inner and valid lines of a fairseq-train log."""
     curves = {"train": [], "valid": []}
+    if os.path.isdir(log_path):
+        raise IsADirectoryError(f"{log_path}: a directory, not a log")
+    if not os.path.isfile(log_path):
+        raise FileNotFoundError(f"{log_path}: log not found")
     with open(log_path, encoding="utf-8", errors="replace") as f:
         for line in f:
             for name, pattern in (("train", _TRAIN), ("valid", _VALID)):
@@ -110,9 +117,11 @@ def losses_by_sentence_position(losses: np.ndarray, token_index: np.ndarray, lon
 
 
 def plot_boundary(data: str, split: str, checkpoints: List[str], tgt_len: int, longest: int, out: str) -> List[str]:
+    from segatron_fairseq.cli.loss_by_boundary import check_inputs, checkpoint_losses
     from segatron_fairseq.data.segment_indexed_dataset import SegmentIndexedDataset
-    from segatron_fairseq.evaluation.token_losses import read_stream, token_losses
+    from segatron_fairseq.evaluation.token_losses import read_stream
 
+    check_inputs(data, checkpoints)
     prefix = os.path.join(data, split)
     tokens, sentence_start, paragraph_start = read_stream(prefix)
     corpus = SegmentIndexedDataset(prefix)  # kept: its arrays are views of its memory maps
@@ -120,7 +129,7 @@ def plot_boundary(data: str, split: str, checkpoints: List[str], tgt_len: int, l
     plt, figure = _figure(8, 5)
     axes = figure.add_subplot(1, 1, 1)
     for checkpoint in checkpoints:
-        losses = token_losses(checkpoint, tokens, sentence_start, paragraph_start, tgt_len)
+        losses = checkpoint_losses(checkpoint, data, tokens, sentence_start, paragraph_start, tgt_len)
         by_position = losses_by_sentence_position(losses, token_index, longest)
         axes.plot(range(longest + 1), np.exp(by_position), "o-", label=os.path.basename(os.path.dirname(checkpoint))
                   or checkpoint)
@@ -130,6 +139,22 @@ def plot_boundary(data: str, split: str, checkpoints: List[str], tgt_len: int, l
     axes.legend()
     axes.grid(alpha=0.3)
     return _save(plt, figure, out)
+
+
+def read_text(path: str) -> str:
+    """The text of ``path`` (UTF-8, not blank)."""
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"{path}: a directory, not a text file")
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{path}: text file not found")
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path}: not valid UTF-8 ({err.reason} at byte {err.start})") from None
+    if not text.strip():
+        raise ValueError(f"{path}: no text")
+    return text
 
 
 def cli_main(argv=None) -> None:
@@ -142,7 +167,7 @@ def cli_main(argv=None) -> None:
     attention.add_argument("--data", required=True, help="the segatron-preprocess directory it was trained on")
     attention.add_argument("--text", required=True, help="a text file, in the corpus's input format")
     attention.add_argument("--layer", type=int, default=0, help="0-based layer")
-    attention.add_argument("--max-tokens", type=int, default=64, help="positions shown")
+    attention.add_argument("--max-tokens", type=positive_int, default=64, help="positions shown")
     attention.add_argument("--out", required=True, help="output path without extension (.png and .svg)")
     curves = commands.add_parser("curves", help="train / valid perplexity against updates")
     curves.add_argument("logs", nargs="+", help="fairseq-train logs (--log-format simple)")
@@ -150,31 +175,35 @@ def cli_main(argv=None) -> None:
     curves.add_argument("--out", required=True, help="output path without extension (.png and .svg)")
     boundary = commands.add_parser("boundary", help="perplexity by position in the sentence")
     boundary.add_argument("checkpoints", nargs="+", help="segatron_xl checkpoints")
-    boundary.add_argument("--data", required=True, help="segatron-preprocess directory")
+    boundary.add_argument("--data", required=True, help="segatron-preprocess directory (the checkpoints' dictionary)")
     boundary.add_argument("--split", default="valid", help="the split scored")
-    boundary.add_argument("--tgt-len", type=int, default=64, help="tokens per segment")
-    boundary.add_argument("--longest", type=int, default=30, help="positions from this one on are pooled")
+    boundary.add_argument("--tgt-len", type=positive_int, default=64, help="tokens per segment")
+    boundary.add_argument("--longest", type=positive_int, default=30, help="positions from this one on are pooled")
     boundary.add_argument("--out", required=True, help="output path without extension (.png and .svg)")
     args = parser.parse_args(argv)
-    if args.command == "attention":
-        from segatron_fairseq.models.segatron_xl import SegatronXLModel
-
-        lm = SegatronXLModel.from_pretrained(args.model_dir, args.checkpoint_file, os.path.abspath(args.data))
-        with open(args.text, encoding="utf-8") as f:
-            result = lm.attention(f.read(), max_tokens=args.max_tokens)
-        if not 0 <= args.layer < len(result["layers"]):
-            parser.error(f"--layer {args.layer}: the model has {len(result['layers'])} layers")
-        paths = plot_attention(result, args.layer, args.out)
-    elif args.command == "curves":
+    if args.command == "attention" and args.layer < 0:
+        parser.error(f"--layer {args.layer}: must be 0 or more")
+    if args.command == "curves":
         labels = args.labels.split(",") if args.labels else [os.path.basename(log) for log in args.logs]
         if len(labels) != len(args.logs):
             parser.error(f"--labels has {len(labels)} names for {len(args.logs)} logs")
-        try:
+    with exit_on_user_error(parser.prog):
+        if args.command == "attention":
+            from segatron_fairseq.hub.checkpoints import load_checkpoint
+            from segatron_fairseq.hub.segatron_xl import SegatronXLHubInterface
+
+            text = read_text(args.text)
+            loaded = load_checkpoint(os.path.join(args.model_dir, args.checkpoint_file), "segatron_xl",
+                                     os.path.abspath(args.data), corpus_option="--data")
+            lm = SegatronXLHubInterface(loaded.cfg, loaded.task, loaded.model)
+            result = lm.attention(text, max_tokens=args.max_tokens)
+            if args.layer >= len(result["layers"]):
+                parser.error(f"--layer {args.layer}: the model has {len(result['layers'])} layers")
+            paths = plot_attention(result, args.layer, args.out)
+        elif args.command == "curves":
             paths = plot_curves(args.logs, labels, args.out)
-        except (OSError, ValueError) as err:
-            parser.error(str(err))
-    else:
-        paths = plot_boundary(args.data, args.split, args.checkpoints, args.tgt_len, args.longest, args.out)
+        else:
+            paths = plot_boundary(args.data, args.split, args.checkpoints, args.tgt_len, args.longest, args.out)
     print("wrote " + ", ".join(paths))
 
 

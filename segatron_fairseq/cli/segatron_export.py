@@ -12,24 +12,25 @@ from segatron_fairseq.cli.conversion_commands import new_parser, run
 
 
 def _hf(args) -> str:
-    from fairseq import checkpoint_utils
+    import os
 
     from segatron_fairseq.conversion.exporters import huggingface_bert, huggingface_cross_thought
-    from segatron_fairseq.models.cross_thought import CrossThoughtModel
-    from segatron_fairseq.models.segabert import SegaBERTModel
+    from segatron_fairseq.hub.checkpoints import checkpoint_model_name, load_checkpoint, read_checkpoint
     from segatron_preprocess import subwords
     from segatron_preprocess.corpus_format import read_metadata
 
-    models, _, task = checkpoint_utils.load_model_ensemble_and_task([args.checkpoint],
-                                                                    arg_overrides={"data": args.data})
-    model = models[0]
-    exporters = {SegaBERTModel: huggingface_bert, CrossThoughtModel: huggingface_cross_thought}
-    exporter = next((e for kind, e in exporters.items() if isinstance(model, kind)), None)
-    if exporter is None:
-        raise NotImplementedError(f"{args.checkpoint}: a {type(model).__name__}, which has no Hugging Face "
+    if os.path.exists(args.out):
+        raise FileExistsError(f"{args.out} exists; choose a new directory")
+    state = read_checkpoint(args.checkpoint)
+    model_name = checkpoint_model_name(state)
+    exporters = {"segabert": huggingface_bert, "cross_thought": huggingface_cross_thought}
+    if model_name not in exporters:
+        raise NotImplementedError(f"{args.checkpoint}: a {model_name} checkpoint, which has no Hugging Face "
                                   "class (Segatron-XL's memory and segment distances have none)")
+    loaded = load_checkpoint(args.checkpoint, model_name, os.path.abspath(args.data), corpus_option="--data",
+                             state=state)
     words = subwords.of_corpus(args.data, read_metadata(args.data))
-    exporter.export(model.eval(), task.source_dictionary, words, args.out)
+    exporters[model_name].export(loaded.model.eval(), loaded.task.source_dictionary, words, args.out)
     return args.out
 
 

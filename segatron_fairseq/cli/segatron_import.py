@@ -10,9 +10,9 @@ write DIR/dict.txt and DIR/checkpoint.pt. Binarize text with ``segatron-preproce
 and evaluate with ``fairseq-eval-lm DATA --path DIR/checkpoint.pt --task segatron_lm``.
 """
 import functools
-import json
 
 from segatron_fairseq.cli.conversion_commands import new_parser, run
+from segatron_fairseq.cli.user_errors import positive_int
 
 
 def _authors_segatron_xl(args) -> str:
@@ -20,10 +20,10 @@ def _authors_segatron_xl(args) -> str:
 
     from segatron_fairseq.conversion.importers import transformer_xl_state
     from segatron_fairseq.conversion.importers.fairseq_checkpoint import write_checkpoint
+    from segatron_fairseq.conversion.importers.huggingface_files import read_json
     from segatron_fairseq.conversion.importers.vocabulary import map_vocabulary, read_words
 
-    with open(args.config) as f:
-        config = json.load(f)
+    config = read_json(args.config, ("n_token", "cutoffs", *transformer_xl_state.CONFIG_KEYS))
     state = torch.load(args.state, map_location="cpu", weights_only=False)
     if not isinstance(state, dict):
         state = state.state_dict()  # a whole pickled model
@@ -63,13 +63,13 @@ def _bert(args, segabert: bool) -> str:
 
 def _authors_cross_thought(args) -> str:
     import torch
-    from fairseq.data import Dictionary
 
     from segatron_fairseq.conversion.importers import authors_cross_thought
     from segatron_fairseq.conversion.importers.fairseq_checkpoint import write_checkpoint
     from segatron_fairseq.segments import MASK_SYMBOL
+    from segatron_preprocess.inputs import load_dictionary
 
-    dictionary = Dictionary.load(args.dict)
+    dictionary = load_dictionary(args.dict)
     # their checkpoint holds an argparse Namespace and fairseq's own objects: load it only if you trust it
     checkpoint = torch.load(args.checkpoint, map_location="cpu", weights_only=False)
     if not isinstance(checkpoint, dict):
@@ -93,7 +93,7 @@ def cli_main(argv=None) -> None:
                                "(save_pretrained's, e.g. transfo-xl-wt103)")
     hf_xl.add_argument("--model-dir", required=True, help="config.json, model.safetensors or pytorch_model.bin, "
                        "vocab.pkl or vocab.txt")
-    hf_xl.add_argument("--tgt-len", type=int, default=128, help="segment length recorded in the checkpoint")
+    hf_xl.add_argument("--tgt-len", type=positive_int, default=128, help="segment length recorded in the checkpoint")
     hf_xl.add_argument("--out", required=True, help="output directory (dict.txt, checkpoint.pt)")
     hf_xl.set_defaults(run=_hf_transformer_xl)
     for name, segabert, text in (("authors-segabert", True, "the Segatron authors' SegaBERT (their Hugging Face "

@@ -18,15 +18,23 @@ from typing import Iterator
 import torch
 
 from segatron_fairseq.cli.conversion_commands import new_parser, run
+from segatron_fairseq.cli.user_errors import positive_int
 
 
-def _load(args):
-    from fairseq import checkpoint_utils
+def _load(args, task_name: str):
+    """The model, task and device of ``--checkpoint``, a segabert fine-tuned with ``task_name``."""
+    from segatron_fairseq.hub import checkpoints
 
-    models, _, task = checkpoint_utils.load_model_ensemble_and_task(
-        [args.checkpoint], arg_overrides={"pretrain_data": args.pretrain_data, "data": args.data})
+    state = checkpoints.read_checkpoint(args.checkpoint)
+    trained_with = checkpoints.checkpoint_task_name(state)
+    if checkpoints.checkpoint_model_name(state) == "segabert" and trained_with != task_name:
+        kind = "pre-trained" if trained_with == "segabert_mlm" else "fine-tuned"
+        raise ValueError(f"{args.checkpoint}: a {kind} checkpoint (task {trained_with}); segatron-predict "
+                         f"{args.format} needs one fine-tuned with the task {task_name}")
+    loaded = checkpoints.load_checkpoint(args.checkpoint, "segabert", os.path.abspath(args.pretrain_data),
+                                         overrides={"data": args.data}, corpus_option="--pretrain-data", state=state)
     device = "cuda" if torch.cuda.is_available() and not args.cpu else "cpu"
-    return models[0].eval().to(device), task, device
+    return loaded.model.eval().to(device), loaded.task, device
 
 
 def _batches(dataset, batch_size: int, device: str) -> Iterator[dict]:
@@ -50,12 +58,9 @@ def _squad(args) -> str:
     from segatron_fairseq.data.squad_json import read_squad
     from segatron_fairseq.evaluation import squad_metrics
     from segatron_fairseq.evaluation.span_answers import QuestionAnswers, best_spans, span_logits
-    from segatron_fairseq.tasks.segabert_squad import SegaBERTSquadTask
 
     args.data = os.path.dirname(os.path.abspath(args.input))
-    model, task, device = _load(args)
-    if not isinstance(task, SegaBERTSquadTask):
-        raise ValueError(f"{args.checkpoint}: fine-tuned with task {type(task).__name__}, not segabert_squad")
+    model, task, device = _load(args, "segabert_squad")
     questions = read_squad(args.input, require_answers=False)
     dataset = task.windows_dataset(args.input, questions)
     gathered = QuestionAnswers(with_no_answer=task.cfg.squad_v2)
@@ -70,7 +75,7 @@ def _squad(args) -> str:
     if args.null_odds:
         _write_json(args.null_odds, {q.qid: results[q.qid].no_answer_score for q in questions})
     if any(q.answers or q.is_impossible for q in questions):
-        figures = squad_metrics.evaluate(results, args.no_answer_threshold)
+        figures = squad_metrics.evaluate(results, task.cfg.squad_v2, args.no_answer_threshold)
         line = f"exact {figures['exact']:.2f} | f1 {figures['f1']:.2f} | questions {len(results)}"
         if task.cfg.squad_v2:
             for metric in ("exact", "f1"):
@@ -83,15 +88,11 @@ def _squad(args) -> str:
 @torch.no_grad()
 def _glue(args) -> str:
     from segatron_fairseq.data.glue_tsv import GLUE_DIAGNOSTIC, GLUE_TEST_FILES, read_test_tsv
-    from segatron_fairseq.tasks.segabert_sentence_prediction import SegaBERTSentencePredictionTask
     from segatron_preprocess.atomic import atomic_path
 
     if args.glue_task not in GLUE_TEST_FILES:
         raise ValueError(f"--glue-task {args.glue_task}: choose from {', '.join(GLUE_TEST_FILES)}")
-    model, task, device = _load(args)
-    if not isinstance(task, SegaBERTSentencePredictionTask):
-        raise ValueError(f"{args.checkpoint}: fine-tuned with task {type(task).__name__}, "
-                         "not segabert_sentence_prediction")
+    model, task, device = _load(args, "segabert_sentence_prediction")
     if task.cfg.glue_task != args.glue_task:
         raise ValueError(f"{args.checkpoint}: fine-tuned on --glue-task {task.cfg.glue_task}, not {args.glue_task}")
     files = [(os.path.join(args.data, test.file), test) for test in GLUE_TEST_FILES[args.glue_task]]
@@ -120,7 +121,7 @@ def _common(command) -> None:
     command.add_argument("--checkpoint", required=True, help="the fine-tuned checkpoint")
     command.add_argument("--pretrain-data", required=True,
                          help="the segatron-preprocess directory of pre-training (dict.txt, sub-words, splitter)")
-    command.add_argument("--batch-size", type=int, default=32)
+    command.add_argument("--batch-size", type=positive_int, default=32)
     command.add_argument("--cpu", action="store_true", help="run on the CPU even when a GPU is there")
 
 
@@ -133,7 +134,7 @@ def cli_main(argv=None) -> None:
     squad.add_argument("--null-odds", help="also write each question's no-answer score here (v2.0)")
     squad.add_argument("--no-answer-threshold", type=float, default=0.0,
                        help="v2.0: answer '' when the no-answer score exceeds it (e.g. best_f1_thresh of dev)")
-    squad.add_argument("--max-answer-tokens", type=int, default=30)
+    squad.add_argument("--max-answer-tokens", type=positive_int, default=30)
     squad.set_defaults(run=_squad)
     glue = formats.add_parser("glue", help="GLUE server files of a segabert_sentence_prediction checkpoint")
     _common(glue)

@@ -17,12 +17,12 @@ read by its first line:
 import argparse
 import csv
 import os
-import sys
 from typing import List, Tuple
 
 import numpy as np
 import torch
 
+from segatron_fairseq.cli.user_errors import exit_on_user_error
 from segatron_fairseq.evaluation.sentence_embeddings import POOLINGS
 
 
@@ -62,10 +62,11 @@ class SentenceEncoder:
 
     def __init__(self, checkpoint: str, corpus: str, pooling: str, cpu: bool):
         from segatron_fairseq.data.text_encoder import text_encoder
-        from segatron_fairseq.models.segabert import SegaBERTModel
+        from segatron_fairseq.hub.checkpoints import load_checkpoint
+        from segatron_fairseq.hub.segabert import SegaBERTHubInterface
 
-        hub = SegaBERTModel.from_pretrained(os.path.dirname(os.path.abspath(checkpoint)),
-                                            os.path.basename(checkpoint), os.path.abspath(corpus))
+        loaded = load_checkpoint(checkpoint, "segabert", os.path.abspath(corpus), corpus_option="--data")
+        hub = SegaBERTHubInterface(loaded.cfg, loaded.task, loaded.model, loaded.corpus)
         self.model, self.dictionary = hub.model, hub.dictionary
         self.pooling = pooling or getattr(hub.task.cfg, "pooling", None) or "mean"
         self.device = "cuda" if torch.cuda.is_available() and not cpu else "cpu"
@@ -108,11 +109,9 @@ def cli_main(argv=None) -> None:
     parser.add_argument("--pooling", choices=POOLINGS, help="default: the checkpoint's, else mean")
     parser.add_argument("--cpu", action="store_true", help="run on the CPU even when a GPU is there")
     args = parser.parse_args(argv)
-    try:
+    with exit_on_user_error(parser.prog):
         encoder = SentenceEncoder(args.checkpoint, args.data, args.pooling, args.cpu)
         rows = [(path, *correlations(encoder, path)) for path in args.files]
-    except (OSError, ValueError, KeyError) as err:
-        sys.exit(f"segatron-sts: error: {err}")
     width = max(len(os.path.basename(p)) for p, *_ in rows) + 2
     print(f"pooling {encoder.pooling}")
     print(f"{'file':<{width}}{'pairs':>8}{'spearman':>10}{'pearson':>10}")

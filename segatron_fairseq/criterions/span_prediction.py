@@ -61,7 +61,7 @@ class SquadMeter(Meter):
     def smoothed_value(self) -> float:
         results = self.results()
         if self.figure in ("exact", "f1"):
-            return round(squad_metrics.evaluate(results, self.threshold)[self.figure], 2)
+            return round(squad_metrics.evaluate(results, self.with_no_answer, self.threshold)[self.figure], 2)
         metric = self.figure[len("best_"):].replace("_thresh", "")
         best, threshold = squad_metrics.best_threshold(results, metric)
         return round(threshold if self.figure.endswith("_thresh") else best, 4 if "thresh" in self.figure else 2)

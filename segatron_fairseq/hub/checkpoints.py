@@ -2,9 +2,11 @@
 ``from_pretrained`` and ``cross-thought-rank`` read a checkpoint here and
 nowhere else.
 
-``load_checkpoint`` reads the file once and checks, before it builds the model:
+``load_checkpoint`` reads the file once (``read_checkpoint``) and checks,
+before it builds the model:
 
-- that the file exists (``FileNotFoundError``);
+- that the file exists (``OSError``) and is a whole fairseq
+  checkpoint (``ValueError``: empty, truncated, not fairseq's);
 - that it holds the registered model the caller serves (``segatron_xl``,
   ``segabert``, ``cross_thought``), not another one;
 - that the corpus given for raw text (a segatron-preprocess directory: its
@@ -18,6 +20,7 @@ checkpoint's own: Cross-Thought's hub needs only the corpus's dictionary and
 sub-words, and a fine-tuned checkpoint's task would read its fine-tuning files.
 """
 import os
+import pickle
 import re
 from dataclasses import dataclass
 from typing import Any, Dict, Optional
@@ -58,6 +61,43 @@ def checkpoint_model_name(state: dict) -> str:
     return ARCH_MODEL_NAME_REGISTRY.get(name, name) or "unknown"
 
 
+def checkpoint_task_name(state: dict) -> str:
+    """The registered task a fairseq checkpoint was trained with."""
+    cfg = state.get("cfg") or {}
+    task_cfg = cfg.get("task") if hasattr(cfg, "get") else None
+    name = getattr(task_cfg, "_name", None) or (task_cfg.get("_name") if hasattr(task_cfg, "get") else None)
+    if name is None and state.get("args") is not None:
+        name = getattr(state["args"], "task", None)
+    return name or "unknown"
+
+
+def check_checkpoint_file(path: str) -> None:
+    """``path`` is a file (``FileNotFoundError``, ``IsADirectoryError``)."""
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"{path}: a directory, not a checkpoint file")
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{path}: checkpoint not found")
+
+
+def read_checkpoint(path: str) -> Dict:
+    """The contents of the fairseq checkpoint at ``path`` (fairseq's
+    ``load_checkpoint_to_cpu``); a missing file is an ``OSError``, a file that
+    is not a whole fairseq checkpoint a ``ValueError`` naming it."""
+    check_checkpoint_file(path)
+    try:
+        return checkpoint_utils.load_checkpoint_to_cpu(path)
+    except EOFError:
+        raise ValueError(f"{path}: empty or truncated, not a whole checkpoint") from None
+    except pickle.UnpicklingError as err:
+        raise ValueError(f"{path}: not a checkpoint torch.save wrote ({str(err).splitlines()[0]})") from None
+    except RuntimeError as err:
+        if "PytorchStreamReader" not in str(err):  # torch's zip reader: a truncated or damaged file
+            raise
+        raise ValueError(f"{path}: truncated or damaged, not a whole checkpoint (torch cannot read it)") from None
+    except KeyError as err:
+        raise ValueError(f"{path}: not a fairseq checkpoint (it has no {err})") from None
+
+
 def embedded_symbols(model_state: Dict) -> Optional[int]:
     """Rows of a checkpoint's token embedding (an adaptive input's bands
     together), or None when it has none of the plugin's."""
@@ -79,13 +119,13 @@ def _override(state: Dict, overrides: Dict) -> None:
 
 
 def load_checkpoint(path: str, model: str, corpus: str, overrides: Optional[Dict] = None,
-                    corpus_option: str = "data_name_or_path") -> LoadedCheckpoint:
+                    corpus_option: str = "data_name_or_path", state: Optional[Dict] = None) -> LoadedCheckpoint:
     """The ``model`` checkpoint at ``path`` with its task set up on ``corpus``
     (see the module doc); ``overrides`` change its configuration;
-    ``corpus_option`` is how the caller's user named the corpus, for errors."""
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"{path}: checkpoint not found")
-    state = checkpoint_utils.load_checkpoint_to_cpu(path)
+    ``corpus_option`` is how the caller's user named the corpus, for errors;
+    ``state``: the file's contents when the caller has read them (``read_checkpoint``)."""
+    if state is None:
+        state = read_checkpoint(path)
     name = checkpoint_model_name(state)
     if name != model:
         raise ValueError(f"{path}: this is a {name} checkpoint; {HUB_USES[model]} need a {model} one")

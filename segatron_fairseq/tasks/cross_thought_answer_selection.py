@@ -33,6 +33,8 @@ class CrossThoughtAnswerSelectionConfig(FinetuningConfig):
 
 @register_task("cross_thought_answer_selection", dataclass=CrossThoughtAnswerSelectionConfig)
 class CrossThoughtAnswerSelectionTask(PerSequenceSizeCheck, FinetuningTask):
+    CRITERION = "cross_thought_answer_selection"
+
     def load_dataset(self, split: str, epoch: int = 1, combine: bool = False, **kwargs):
         path = os.path.join(self.cfg.data, f"{split}.jsonl")
         examples = read_answer_selection(path)

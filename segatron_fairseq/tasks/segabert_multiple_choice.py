@@ -35,6 +35,7 @@ class SegaBERTMultipleChoiceConfig(FinetuningConfig):
 
 @register_task("segabert_multiple_choice", dataclass=SegaBERTMultipleChoiceConfig)
 class SegaBERTMultipleChoiceTask(FinetuningTask):
+    CRITERION = "segabert_multiple_choice"
     groups = RACE_LEVELS
 
     def __init__(self, cfg: SegaBERTMultipleChoiceConfig, dictionary):

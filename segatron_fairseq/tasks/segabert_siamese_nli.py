@@ -38,6 +38,8 @@ class SegaBERTSiameseNLIConfig(SegaBERTSentencePredictionConfig):
 
 @register_task("segabert_siamese_nli", dataclass=SegaBERTSiameseNLIConfig)
 class SegaBERTSiameseNLITask(SegaBERTSentencePredictionTask):
+    CRITERION = "segabert_siamese"
+
     @classmethod
     def setup_task(cls, cfg: SegaBERTSiameseNLIConfig, **kwargs):
         if cfg.pooling not in POOLINGS:

@@ -41,6 +41,8 @@ class SegaBERTSquadConfig(FinetuningConfig):
 
 @register_task("segabert_squad", dataclass=SegaBERTSquadConfig)
 class SegaBERTSquadTask(FinetuningTask):
+    CRITERION = "segabert_squad"
+
     def __init__(self, cfg: SegaBERTSquadConfig, dictionary):
         super().__init__(cfg, dictionary)
         self.tokenize_context = ContextTokenizer(cfg.pretrain_data, dictionary)

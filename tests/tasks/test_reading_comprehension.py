@@ -32,30 +32,58 @@ def splitter():
     return sentences.load_params(sentences.train([TRAIN_TEXT], 1 << 20))
 
 
-@pytest.mark.parametrize("prediction, gold, exact, f1", [
-    ("The Cat!", "cat", 1.0, 1.0),                       # case, article, punctuation
-    ("  an   apple,a pear ", "apple pear", 0.0, 0.5),      # "apple,a" -> "applea": 1 of 2 words
-    ("an apple, a pear", "apple pear", 1.0, 1.0),
-    ("the big cat", "a cat", 0.0, 2 / 3),                 # precision 1/2, recall 1
-    ("theater", "ater", 0.0, 0.0),                        # "the" only as a word
-    ("cat\u2019s", "cats", 0.0, 0.0),                     # only ASCII punctuation is removed
-    ("cat's", "cats", 1.0, 1.0),
-    ("", "", 1.0, 1.0),                                   # no answer predicted for no answer
-    ("", "a", 1.0, 1.0),                                  # "a" normalises to nothing
-    ("cat", "", 0.0, 0.0),
-    ("cat cat dog", "cat dog dog", 0.0, 2 / 3),           # bags with multiplicity
+@pytest.mark.parametrize("prediction, gold, exact, f1_v1, f1_v2", [
+    ("The Cat!", "cat", 1.0, 1.0, 1.0),                       # case, article, punctuation
+    ("  an   apple,a pear ", "apple pear", 0.0, 0.5, 0.5),      # "apple,a" -> "applea": 1 of 2 words
+    ("an apple, a pear", "apple pear", 1.0, 1.0, 1.0),
+    ("the big cat", "a cat", 0.0, 2 / 3, 2 / 3),              # precision 1/2, recall 1
+    ("theater", "ater", 0.0, 0.0, 0.0),                       # "the" only as a word
+    ("cat\u2019s", "cats", 0.0, 0.0, 0.0),                    # only ASCII punctuation is removed
+    ("cat's", "cats", 1.0, 1.0, 1.0),
+    ("", "", 1.0, 0.0, 1.0),        # v2.0: no answer predicted for no answer; v1.1: no word shared
+    ("", "a", 1.0, 0.0, 1.0),       # "a" normalises to nothing
+    ("cat", "", 0.0, 0.0, 0.0),
+    ("cat cat dog", "cat dog dog", 0.0, 2 / 3, 2 / 3),        # bags with multiplicity
 ])
-def test_official_normalisation_and_scores(prediction, gold, exact, f1):
+def test_official_normalisation_and_scores(prediction, gold, exact, f1_v1, f1_v2):
     assert squad_metrics.exact_match(prediction, gold) == exact
-    assert squad_metrics.f1_score(prediction, gold) == pytest.approx(f1)
+    assert squad_metrics.f1_score(prediction, gold, squad_v2=False) == pytest.approx(f1_v1)
+    assert squad_metrics.f1_score(prediction, gold, squad_v2=True) == pytest.approx(f1_v2)
 
 
 def test_max_over_gold_answers_and_unanswerable():
-    assert squad_metrics.question_scores("Denver Broncos", ["Broncos", "the Denver Broncos", "Denver"]) == (1.0, 1.0)
-    exact, f1 = squad_metrics.question_scores("Broncos win", ["Broncos", "Denver"])
-    assert exact == 0.0 and f1 == pytest.approx(2 / 3)
-    assert squad_metrics.question_scores("", []) == (1.0, 1.0)
-    assert squad_metrics.question_scores("x", ["the", "a"]) == (0.0, 0.0)  # golds that normalise to nothing
+    for squad_v2 in (False, True):
+        assert squad_metrics.question_scores("Denver Broncos", ["Broncos", "the Denver Broncos", "Denver"],
+                                             squad_v2) == (1.0, 1.0)
+        exact, f1 = squad_metrics.question_scores("Broncos win", ["Broncos", "Denver"], squad_v2)
+        assert exact == 0.0 and f1 == pytest.approx(2 / 3)
+    assert squad_metrics.question_scores("", [], squad_v2=True) == (1.0, 1.0)
+    assert squad_metrics.question_scores("x", ["the", "a"], squad_v2=True) == (0.0, 0.0)  # "" is the only gold
+
+
+@pytest.mark.parametrize("prediction, golds, v1, v2", [
+    # v1.1 keeps "The" (normalised: ""), so "an" (also "") matches it exactly, with F1 0 (no word shared);
+    # v2.0 drops it and scores against "cat" alone
+    ("an", ["The", "cat"], (1.0, 0.0), (0.0, 0.0)),
+    ("", ["the", "cat"], (1.0, 0.0), (0.0, 0.0)),
+    ("x", ["the", "a"], (0.0, 0.0), (0.0, 0.0)),
+    ("the cat", ["a", "cat"], (1.0, 1.0), (1.0, 1.0)),
+])
+def test_empty_gold_answers_by_version(prediction, golds, v1, v2):
+    """v1.1's script scores against every gold answer as given; v2.0's drops those that normalise to ""."""
+    assert squad_metrics.question_scores(prediction, golds, squad_v2=False) == v1
+    assert squad_metrics.question_scores(prediction, golds, squad_v2=True) == v2
+
+
+def test_evaluate_by_version():
+    """Two v1.1 questions (no no-answer scores): q1 answered "the" against ["A", "cat"], q2 "big cat" against
+    ["cat"]. v1.1: q1 exact 1, F1 0; q2 exact 0, F1 2/3 -> exact 50, F1 33.33. v2.0: q1 scores 0 and 0."""
+    results = {"q1": QuestionResult("the", float("-inf"), ["A", "cat"]),
+               "q2": QuestionResult("big cat", float("-inf"), ["cat"])}
+    v1 = squad_metrics.evaluate(results, squad_v2=False)
+    assert v1["exact"] == 50.0 and v1["f1"] == pytest.approx(100 / 3)
+    v2 = squad_metrics.evaluate(results, squad_v2=True)
+    assert v2["exact"] == 0.0 and v2["f1"] == pytest.approx(100 / 3)
 
 
 def test_best_threshold_by_hand():
@@ -65,10 +93,10 @@ def test_best_threshold_by_hand():
         "q3": QuestionResult("fish", 3.0, ["bird"]),   # answerable, silenced: wrong either way
         "q4": QuestionResult("the cow", -1.0, []),     # unanswerable, answered at threshold 0
     }
-    assert squad_metrics.evaluate(results, 0.0) == {"exact": 50.0, "f1": 50.0}  # q1, q2 right
+    assert squad_metrics.evaluate(results, True, 0.0) == {"exact": 50.0, "f1": 50.0}  # q1, q2 right
     best, threshold = squad_metrics.best_threshold(results, "exact")
     assert (best, threshold) == (75.0, -2.0)  # answer q1 only (the official sweep: its score), silence the rest
-    assert squad_metrics.evaluate(results, threshold)["exact"] == 75.0
+    assert squad_metrics.evaluate(results, True, threshold)["exact"] == 75.0
     answer_all, _ = squad_metrics.best_threshold({"q1": results["q1"]}, "f1")
     assert answer_all == 100.0
 
@@ -168,7 +196,7 @@ def test_an_answer_across_a_window_edge_is_found(splitter):
         gathered.add(window, golds)
     result = gathered.results()["q"]
     assert result.answer == "w6 w7 w8 w9" and result.no_answer_score == pytest.approx(0.0 - 10.0)
-    assert squad_metrics.evaluate({"q": result}) == {"exact": 100.0, "f1": 100.0}
+    assert squad_metrics.evaluate({"q": result}, squad_v2=True) == {"exact": 100.0, "f1": 100.0}
     # v1.1: no no-answer score, the span is the answer whatever the threshold
     gathered_v1 = QuestionAnswers(with_no_answer=False)
     for window, golds in zip(decoded, batch["golds"]):

@@ -77,8 +77,9 @@ def write_directory(out_dir: str, config: Dict, state: Dict[str, Tensor], files:
                     copies: Dict[str, str]) -> None:
     """``out_dir`` (which must not exist): config.json, model.safetensors,
     ``files`` (name -> text) and ``copies`` (name -> the file to copy: remote
-    code, a sentencepiece model)."""
-    from safetensors.torch import save_file
+    code, a sentencepiece model). Every file gets an ordinary file's mode
+    (0666 less the umask)."""
+    from safetensors.torch import save
 
     if os.path.exists(out_dir):
         raise FileExistsError(f"{out_dir} exists; choose a new directory")
@@ -87,7 +88,9 @@ def write_directory(out_dir: str, config: Dict, state: Dict[str, Tensor], files:
     os.makedirs(staging)
     try:
         tensors = {key: value.detach().float().contiguous().clone() for key, value in state.items()}
-        save_file(tensors, os.path.join(staging, "model.safetensors"), metadata={"format": "pt"})
+        # through open(): safetensors' save_file writes a temporary file of mode 0600 and renames it
+        with open(os.path.join(staging, "model.safetensors"), "wb") as f:
+            f.write(save(tensors, metadata={"format": "pt"}))
         for name, text in {**files, "config.json": json.dumps(config, indent=2)}.items():
             with open(os.path.join(staging, name), "w", encoding="utf-8") as f:
                 f.write(text)

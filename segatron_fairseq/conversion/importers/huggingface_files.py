@@ -17,15 +17,29 @@ def find_file(directory: str, names: Tuple[str, ...], what: str) -> str:
     raise FileNotFoundError(f"{directory}: no {what} ({' or '.join(names)})")
 
 
-def read_config(directory: str, model_type: str) -> Tuple[str, Dict]:
-    """``config.json`` (its path and contents); its ``model_type``, when it has
-    one, must be ``model_type`` (older configs, like the Segatron authors', have none)."""
-    path = find_file(directory, ("config.json",), "configuration")
+def read_json(path: str, required: Tuple[str, ...] = ()) -> Dict:
+    """The JSON object in ``path``, which must have the keys ``required``."""
     try:
-        with open(path) as f:
+        with open(path, encoding="utf-8") as f:
             config = json.load(f)
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path}: not valid UTF-8 ({err.reason} at byte {err.start})") from None
     except json.JSONDecodeError as err:
         raise ValueError(f"{path}: not JSON ({err})") from None
+    if not isinstance(config, dict):
+        raise ValueError(f"{path}: not a JSON object")
+    missing = [key for key in required if key not in config]
+    if missing:
+        raise ValueError(f"{path}: no {', '.join(missing)}")
+    return config
+
+
+def read_config(directory: str, model_type: str, required: Tuple[str, ...] = ()) -> Tuple[str, Dict]:
+    """``config.json`` (its path and contents, which must have the keys
+    ``required``); its ``model_type``, when it has one, must be ``model_type``
+    (older configs, like the Segatron authors', have none)."""
+    path = find_file(directory, ("config.json",), "configuration")
+    config = read_json(path, required)
     if config.get("model_type", model_type) != model_type:
         raise ValueError(f"{path}: model_type is {config['model_type']!r}, not {model_type!r}")
     return path, config

@@ -79,7 +79,8 @@ def convert_directory(directory: str, tgt_len: int) -> Tuple[MappedVocabulary, L
     """The checkpoint in ``directory``: its vocabulary mapped onto fairseq's, the
     fairseq-train arguments and the state dict. ``tgt_len``: the segment length
     recorded in the checkpoint (the Hugging Face config has none)."""
-    config_path, config = read_config(directory, "transfo-xl")
+    keys = ("vocab_size", "cutoffs", *(key for key in transformer_xl_state.CONFIG_KEYS if key != "tgt_len"))
+    config_path, config = read_config(directory, "transfo-xl", keys)
     if not config.get("adaptive", True) or config.get("sample_softmax", -1) > 0:
         raise NotImplementedError(f"{config_path}: only the adaptive softmax without sampling is supported")
     if config.get("layer_norm_epsilon", 1e-5) != 1e-5:

@@ -36,6 +36,11 @@ _LAYER_KEYS = {"dec_attn.qkv_net.weight": "attention.qkv.weight", "dec_attn.r_ne
                "pos_ff.layer_norm.weight": "ffn_norm.weight", "pos_ff.layer_norm.bias": "ffn_norm.bias"}
 
 
+# what ``convert`` reads of their constructor arguments, besides the vocabulary
+CONFIG_KEYS = ("n_layer", "n_head", "d_model", "d_head", "d_inner", "dropout", "dropatt", "mem_len", "clamp_len",
+               "tgt_len", "div_val")
+
+
 def _check(config: Dict, source: str) -> None:
     if config.get("attn_type", 0) != 0:
         raise NotImplementedError(f"{source}: attn_type = {config['attn_type']} is not supported yet (only 0)")

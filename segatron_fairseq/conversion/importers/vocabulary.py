@@ -27,8 +27,11 @@ class MappedVocabulary:
 
 def read_words(path: str) -> List[str]:
     """The first field of each line (Transformer-XL's vocab files; a count may follow)."""
-    with open(path, encoding="utf-8") as f:
-        words = [line.split()[0] for line in f if line.strip()]
+    try:
+        with open(path, encoding="utf-8") as f:
+            words = [line.split()[0] for line in f if line.strip()]
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path}: not valid UTF-8 ({err.reason} at byte {err.start})") from None
     if len(set(words)) != len(words):
         raise ValueError(f"{path}: a word appears twice")
     return words

@@ -3,13 +3,15 @@ truncated or of the wrong kind, and counts of zero or below. Each must end with 
 (``PROG: error: ...`` naming the file or option), a non-zero exit status, no traceback, and every file in the
 test's folder as it was (nothing written, nothing deleted).
 
-A case names the fixtures it needs (the session's tiny trained models) and builds its arguments from ``Inputs``:
-``{missing}``, ``{empty}``, ``{folder}``, ``{latin1}``, ``{notes}`` (plain text), ``{truncated}`` (the first half of
-a Segatron-XL checkpoint), ``{xl}`` / ``{xl_data}`` (that checkpoint and its corpus; ``{valid}``: its valid split
-as ``--data DIR --split valid``), ``{segabert}`` /
-``{segabert_data}``, ``{cross_thought}`` / ``{cross_thought_data}``, ``{out}`` (an output path in the folder).
+A case names the fixtures it needs (the session's tiny trained models) and builds its arguments from these paths:
+``{missing}``, ``{empty}``, ``{folder}``, ``{latin1}``, ``{notes}`` (plain text), ``{wikitext}``, ``{sts}``, ``{state}``
+(a small state dict), ``{xl_config}``, ``{dict_txt}``, ``{truncated}`` (the first half of a Segatron-XL checkpoint),
+``{xl}`` / ``{xl_data}`` (that checkpoint and its corpus; ``{valid}``: its valid split as ``--data DIR --split
+valid``), ``{segabert}`` / ``{segabert_data}``, ``{cross_thought}`` / ``{cross_thought_data}``, ``{out}`` (an
+output path in the folder).
 ``segatron-components`` reads no input and is not here.
 """
+import json
 import os
 import shutil
 from dataclasses import dataclass
@@ -17,6 +19,7 @@ from pathlib import Path
 from typing import Tuple
 
 import pytest
+import torch
 from conftest import run_cli_refused
 
 
@@ -129,8 +132,8 @@ CASES = {
     "import-xl-config-without-n-token": Case("segatron-import", "authors-segatron-xl --state {truncated} --config "
                                              "{config_without_n_token} --vocab {notes} --out {out}", "n_token",
                                              ("segatron_xl_trained",)),
-    "import-xl-latin1-vocab": Case("segatron-import", "authors-segatron-xl --state {truncated} --config {xl_config} "
-                                   "--vocab {latin1} --out {out}", "latin1.txt", ("segatron_xl_trained",)),
+    "import-xl-latin1-vocab": Case("segatron-import", "authors-segatron-xl --state {state} --config {xl_config} "
+                                   "--vocab {latin1} --out {out}", "latin1.txt"),
     "import-hf-xl-missing-dir": Case("segatron-import", "hf-transformer-xl --model-dir {missing} --out {out}",
                                      "missing.txt"),
     "import-hf-xl-tgt-len-0": Case("segatron-import", "hf-transformer-xl --model-dir {folder} --tgt-len 0 --out {out}",
@@ -177,13 +180,18 @@ def _inputs(folder: Path, request, needs) -> dict:
     (folder / "wiki.txt").write_text("".join(f" = Article {n} = \n\n One sentence . Another one . \n\n"
                                              for n in range(30)))
     (folder / "sts.tsv").write_text("sentence1\tsentence2\tscore\na b\ta c\t3.0\n")
-    (folder / "xl_config.json").write_text('{"n_token": 2, "cutoffs": []}')
-    (folder / "config_without_n_token.json").write_text('{"cutoffs": []}')
+    config = dict(n_token=2, n_layer=1, n_head=1, d_model=4, d_head=4, d_inner=4, dropout=0.0, dropatt=0.0, mem_len=4,
+                  clamp_len=-1, tgt_len=4, div_val=1, cutoffs=[])
+    (folder / "xl_config.json").write_text(json.dumps(config))
+    del config["n_token"]
+    (folder / "config_without_n_token.json").write_text(json.dumps(config))
     (folder / "dict.txt").write_text("a 1\nb 1\n")
+    torch.save({"word_emb.emb_layers.0.weight": torch.zeros(2, 4)}, folder / "state.pt")
     paths = {name: str(folder / file) for name, file in (
         ("missing", "missing.txt"), ("empty", "empty"), ("folder", "folder"), ("latin1", "latin1.txt"),
         ("notes", "notes.txt"), ("wikitext", "wiki.txt"), ("sts", "sts.tsv"), ("xl_config", "xl_config.json"),
-        ("config_without_n_token", "config_without_n_token.json"), ("dict_txt", "dict.txt"), ("out", "out"))}
+        ("config_without_n_token", "config_without_n_token.json"), ("dict_txt", "dict.txt"), ("state", "state.pt"),
+        ("out", "out"))}
     if "segatron_xl_trained" in needs:
         trained = request.getfixturevalue("segatron_xl_trained")
         checkpoint = trained / "ckpt" / "checkpoint_last.pt"

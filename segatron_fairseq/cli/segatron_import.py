@@ -16,7 +16,7 @@ from segatron_fairseq.cli.conversion_commands import new_parser, run
 
 
 def _authors_segatron_xl(args) -> str:
-    import torch
+    from fairseq.checkpoint_utils import load_checkpoint_file
 
     from segatron_fairseq.conversion.importers import transformer_xl_state
     from segatron_fairseq.conversion.importers.fairseq_checkpoint import write_checkpoint
@@ -24,9 +24,9 @@ def _authors_segatron_xl(args) -> str:
 
     with open(args.config) as f:
         config = json.load(f)
-    state = torch.load(args.state, map_location="cpu", weights_only=False)
+    state = load_checkpoint_file(args.state)
     if not isinstance(state, dict):
-        state = state.state_dict()  # a whole pickled model
+        state = state.state_dict()  # a whole pickled model (loads with SEGATRON_TRUST_CHECKPOINTS=1 only)
     words = read_words(args.vocab)
     if len(words) != config["n_token"]:
         raise ValueError(f"{args.vocab} has {len(words)} words; {args.config} says n_token {config['n_token']}")
@@ -62,7 +62,7 @@ def _bert(args, segabert: bool) -> str:
 
 
 def _authors_cross_thought(args) -> str:
-    import torch
+    from fairseq.checkpoint_utils import load_checkpoint_file
     from fairseq.data import Dictionary
 
     from segatron_fairseq.conversion.importers import authors_cross_thought
@@ -70,8 +70,7 @@ def _authors_cross_thought(args) -> str:
     from segatron_fairseq.segments import MASK_SYMBOL
 
     dictionary = Dictionary.load(args.dict)
-    # their checkpoint holds an argparse Namespace and fairseq's own objects: load it only if you trust it
-    checkpoint = torch.load(args.checkpoint, map_location="cpu", weights_only=False)
+    checkpoint = load_checkpoint_file(args.checkpoint)
     if not isinstance(checkpoint, dict):
         raise ValueError(f"{args.checkpoint}: not a fairseq checkpoint")
     num_words = len(dictionary) + (MASK_SYMBOL not in dictionary.indices)

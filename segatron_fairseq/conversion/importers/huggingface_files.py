@@ -3,7 +3,7 @@ import json
 import os
 from typing import Dict, Tuple
 
-import torch
+from fairseq.checkpoint_utils import load_checkpoint_file
 from torch import Tensor
 
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
@@ -37,4 +37,4 @@ def read_weights(directory: str) -> Tuple[str, Dict[str, Tensor]]:
     if path.endswith(".safetensors"):
         from safetensors.torch import load_file
         return path, load_file(path)
-    return path, torch.load(path, map_location="cpu", weights_only=True)
+    return path, load_checkpoint_file(path)

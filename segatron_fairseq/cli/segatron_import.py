@@ -82,7 +82,8 @@ def cli_main(argv=None) -> None:
     parser, formats = new_parser("segatron-import", __doc__.splitlines()[0])
     authors = formats.add_parser("authors-segatron-xl", help="the Segatron authors' Segatron-XL / Transformer-XL "
                                  "(their Transformer-XL fork): a state dict, its constructor arguments, its vocabulary")
-    authors.add_argument("--state", required=True, help="their state dict (or pickled model), torch.save format")
+    authors.add_argument("--state", required=True, help="their state dict, torch.save format (a whole pickled model "
+                         "loads only with SEGATRON_TRUST_CHECKPOINTS=1)")
     authors.add_argument("--config", required=True, help="JSON of the model's constructor arguments "
                          "(n_token, n_layer, n_head, d_model, d_head, d_inner, cutoffs, div_val, mem_len, ...)")
     authors.add_argument("--vocab", required=True, help="their vocabulary, one word a line in id order")

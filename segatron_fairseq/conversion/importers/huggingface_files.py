@@ -32,7 +32,8 @@ def read_config(directory: str, model_type: str) -> Tuple[str, Dict]:
 
 
 def read_weights(directory: str) -> Tuple[str, Dict[str, Tensor]]:
-    """The state dict of ``model.safetensors`` or ``pytorch_model.bin`` (its path and tensors)."""
+    """The state dict of ``model.safetensors``, or of ``pytorch_model.bin``
+    (``weights_only``) when there is none (its path and tensors)."""
     path = find_file(directory, WEIGHT_FILES, "weights")
     if path.endswith(".safetensors"):
         from safetensors.torch import load_file

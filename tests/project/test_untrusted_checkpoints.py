@@ -334,8 +334,22 @@ def test_an_unreadable_checkpoint_is_one_line_naming_the_file(kind, tmp_path):
     assert str(raised.value).startswith(f"{path}: {UNREADABLE[kind]}") and "\n" not in str(raised.value)
 
 
-@pytest.mark.parametrize("kind", ["truncated", "text"])
-def test_fairseq_eval_lm_ends_with_one_line_on_an_unreadable_checkpoint(kind, segatron_xl_trained, tmp_path):
+def _eval_lm(request, path):
+    trained = request.getfixturevalue("segatron_xl_trained")
+    return ["fairseq-eval-lm", trained / "bin", *XL_EVAL, "--path", path]
+
+
+def _import_cross_thought(request, path):
+    (path.parent / "dict.txt").write_text("w1 3\nw2 2\n")
+    return ["segatron-import", "authors-cross-thought", "--checkpoint", path, "--dict", path.parent / "dict.txt",
+            "--out", path.parent / "imported"]
+
+
+@pytest.mark.parametrize("command,kind", [(_eval_lm, "truncated"), (_eval_lm, "text"),
+                                          (_import_cross_thought, "empty"), (_import_cross_thought, "directory")],
+                         ids=lambda value: getattr(value, "__name__", value))
+def test_a_console_script_ends_with_one_line_on_an_unreadable_checkpoint(command, kind, request, tmp_path):
     path = _unreadable(tmp_path, kind)
-    out = run_cli("fairseq-eval-lm", segatron_xl_trained / "bin", *XL_EVAL, "--path", path, expect_ok=False)
-    assert f"fairseq-eval-lm: error: {path}: {UNREADABLE[kind]}" in out and "Traceback" not in out, out[-3000:]
+    argv = command(request, path)
+    out = run_cli(*argv, expect_ok=False)
+    assert f"{argv[0]}: error: {path}: {UNREADABLE[kind]}" in out and "Traceback" not in out, out[-3000:]

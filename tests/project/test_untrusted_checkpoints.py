@@ -185,7 +185,8 @@ ENTRY_POINTS = [eval_lm, train_restore_file, train_resume, interactive, generate
                 rank, plot_attention, plot_boundary, loss_by_boundary, export, import_authors_segatron_xl,
                 import_authors_cross_thought, import_hf("hf-bert", "bert"), import_hf("authors-segabert", "bert"),
                 import_hf("hf-transformer-xl", "transfo-xl")]
-# their cli_main turns a user error into one line in the change that gives every console script that answer
+# console scripts whose cli_main does not yet turn a ValueError into one line (the change that wraps every one in
+# exit_on_user_error does): for them the refusal is checked, not the form of the line
 WITHOUT_ONE_LINE_ERRORS = {"plot_attention", "plot_boundary", "loss_by_boundary"}
 
 

@@ -144,7 +144,7 @@ def _transformer_xl_files(tmp):
     """A vocabulary (``<eos>`` and three words) and the constructor arguments of the authors' Transformer-XL."""
     (tmp / "vocab.txt").write_text("<eos>\nw1\nw2\nw3\n")
     config = {"n_token": 4, "vocab_size": 4, "cutoffs": [2], "n_layer": 1, "n_head": 1, "d_model": 4, "d_head": 4,
-              "d_inner": 8, "div_val": 1, "mem_len": 4, "tgt_len": 4}
+              "d_inner": 8, "dropout": 0.0, "dropatt": 0.0, "mem_len": 4, "clamp_len": -1, "tgt_len": 4, "div_val": 1}
     (tmp / "config.json").write_text(json.dumps(config))
 
 

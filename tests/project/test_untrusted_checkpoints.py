@@ -7,6 +7,7 @@ The malicious checkpoint is a real checkpoint's dict with one more object, whose
 (standing in for ``os.system``): the marker directory it would create must never appear."""
 import json
 import os
+import pickle
 
 import pytest
 import torch
@@ -313,7 +314,9 @@ def _unreadable(tmp_path, kind):
     elif kind == "empty":
         path.write_bytes(b"")
     elif kind == "text":
-        path.write_text("not a checkpoint\n")
+        path.write_text("some notes\n")
+    elif kind == "pickle":
+        path.write_bytes(pickle.dumps({"model": {}}))
     elif kind == "truncated":
         torch.save({"model": {"w": torch.ones(100)}}, path)
         path.write_bytes(path.read_bytes()[:300])
@@ -322,6 +325,7 @@ def _unreadable(tmp_path, kind):
 
 UNREADABLE = {"missing": "checkpoint not found", "directory": "a directory, not a checkpoint file",
               "empty": "empty file, not a checkpoint", "text": "not a checkpoint (not written by torch.save",
+              "pickle": "not a checkpoint (not written by torch.save",
               "truncated": "not a checkpoint (not written by torch.save, or truncated)"}
 
 

@@ -131,7 +131,9 @@ def train_and_score(args, name):
         os.path.join(work, "train.log"))
     seconds = time.perf_counter() - start
     checkpoint = os.path.join(work, "checkpoint_last.pt")
-    state = torch.load(checkpoint, map_location="cpu", weights_only=False)
+    from fairseq.checkpoint_utils import load_checkpoint_file
+
+    state = load_checkpoint_file(checkpoint)
     params = sum(v.numel() for v in state["model"].values())
     result = {"variant": name, "params": params, "train_seconds": round(seconds, 1)}
     for split in ("valid", "test"):

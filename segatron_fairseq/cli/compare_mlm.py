@@ -58,7 +58,9 @@ def checkpoint_at(work, updates, max_update) -> str:
     an epoch's end), so the last one is checkpoint_last.pt."""
     name = "checkpoint_last.pt" if updates == max_update else f"checkpoint_1_{updates}.pt"
     path = os.path.join(work, name)
-    saved = torch.load(path, map_location="cpu", weights_only=False)["optimizer_history"][-1]["num_updates"]
+    from fairseq.checkpoint_utils import load_checkpoint_file
+
+    saved = load_checkpoint_file(path)["optimizer_history"][-1]["num_updates"]
     if saved != updates:
         sys.exit(f"{path} holds the model after {saved} updates, not {updates}")
     return path
@@ -80,7 +82,9 @@ def train_and_score(args, name):
     work = os.path.join(args.workdir, name)
     fresh_folder(work)
     train(args, name, work)
-    state = torch.load(os.path.join(work, "checkpoint_last.pt"), map_location="cpu", weights_only=False)
+    from fairseq.checkpoint_utils import load_checkpoint_file
+
+    state = load_checkpoint_file(os.path.join(work, "checkpoint_last.pt"))
     result = {"model": name, "params": sum(v.numel() for k, v in state["model"].items()), "ppl": {}}
     for updates in range(args.eval_every, args.max_update + 1, args.eval_every):
         checkpoint = checkpoint_at(work, updates, args.max_update)

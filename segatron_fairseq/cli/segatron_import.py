@@ -16,7 +16,7 @@ from segatron_fairseq.cli.user_errors import positive_int
 
 
 def _authors_segatron_xl(args) -> str:
-    import torch
+    from fairseq.checkpoint_utils import load_checkpoint_file
 
     from segatron_fairseq.conversion.importers import transformer_xl_state
     from segatron_fairseq.conversion.importers.fairseq_checkpoint import write_checkpoint
@@ -24,9 +24,9 @@ def _authors_segatron_xl(args) -> str:
     from segatron_fairseq.conversion.importers.vocabulary import map_vocabulary, read_words
 
     config = read_json(args.config, ("n_token", "cutoffs", *transformer_xl_state.CONFIG_KEYS))
-    state = torch.load(args.state, map_location="cpu", weights_only=False)
+    state = load_checkpoint_file(args.state)
     if not isinstance(state, dict):
-        state = state.state_dict()  # a whole pickled model
+        state = state.state_dict()  # a whole pickled model (loads with SEGATRON_TRUST_CHECKPOINTS=1 only)
     words = read_words(args.vocab)
     if len(words) != config["n_token"]:
         raise ValueError(f"{args.vocab} has {len(words)} words; {args.config} says n_token {config['n_token']}")
@@ -62,7 +62,7 @@ def _bert(args, segabert: bool) -> str:
 
 
 def _authors_cross_thought(args) -> str:
-    import torch
+    from fairseq.checkpoint_utils import load_checkpoint_file
 
     from segatron_fairseq.conversion.importers import authors_cross_thought
     from segatron_fairseq.conversion.importers.fairseq_checkpoint import write_checkpoint
@@ -70,8 +70,7 @@ def _authors_cross_thought(args) -> str:
     from segatron_preprocess.inputs import load_dictionary
 
     dictionary = load_dictionary(args.dict)
-    # their checkpoint holds an argparse Namespace and fairseq's own objects: load it only if you trust it
-    checkpoint = torch.load(args.checkpoint, map_location="cpu", weights_only=False)
+    checkpoint = load_checkpoint_file(args.checkpoint)
     if not isinstance(checkpoint, dict):
         raise ValueError(f"{args.checkpoint}: not a fairseq checkpoint")
     num_words = len(dictionary) + (MASK_SYMBOL not in dictionary.indices)
@@ -83,7 +82,8 @@ def cli_main(argv=None) -> None:
     parser, formats = new_parser("segatron-import", __doc__.splitlines()[0])
     authors = formats.add_parser("authors-segatron-xl", help="the Segatron authors' Segatron-XL / Transformer-XL "
                                  "(their Transformer-XL fork): a state dict, its constructor arguments, its vocabulary")
-    authors.add_argument("--state", required=True, help="their state dict (or pickled model), torch.save format")
+    authors.add_argument("--state", required=True, help="their state dict, torch.save format (a whole pickled model "
+                         "loads only with SEGATRON_TRUST_CHECKPOINTS=1)")
     authors.add_argument("--config", required=True, help="JSON of the model's constructor arguments "
                          "(n_token, n_layer, n_head, d_model, d_head, d_inner, cutoffs, div_val, mem_len, ...)")
     authors.add_argument("--vocab", required=True, help="their vocabulary, one word a line in id order")

@@ -3,7 +3,7 @@ import json
 import os
 from typing import Dict, Tuple
 
-import torch
+from fairseq.checkpoint_utils import load_checkpoint_file
 from torch import Tensor
 
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
@@ -46,9 +46,10 @@ def read_config(directory: str, model_type: str, required: Tuple[str, ...] = ())
 
 
 def read_weights(directory: str) -> Tuple[str, Dict[str, Tensor]]:
-    """The state dict of ``model.safetensors`` or ``pytorch_model.bin`` (its path and tensors)."""
+    """The state dict of ``model.safetensors``, or of ``pytorch_model.bin``
+    (``weights_only``) when there is none (its path and tensors)."""
     path = find_file(directory, WEIGHT_FILES, "weights")
     if path.endswith(".safetensors"):
         from safetensors.torch import load_file
         return path, load_file(path)
-    return path, torch.load(path, map_location="cpu", weights_only=True)
+    return path, load_checkpoint_file(path)

@@ -18,13 +18,13 @@ def assert_user_error(out: str, prog: str, *names) -> str:
 
 
 def listing(path) -> Optional[Dict[str, Tuple[int, int]]]:
-    """What is at ``path``: None when nothing; else each file under it (itself, for a file) with its size and
-    modification time, to compare before and after a failed run."""
+    """What is at ``path``: None when nothing; else each file and folder under it (itself, for a file) with its
+    size and modification time, to compare before and after a failed run."""
     path = Path(path)
     if not os.path.lexists(path):
         return None
-    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
-    return {str(p): (p.stat().st_size, p.stat().st_mtime_ns) for p in files}
+    found = [path] if path.is_file() else sorted(path.rglob("*"))
+    return {str(p): (p.stat().st_size, p.stat().st_mtime_ns) for p in found}
 
 
 def write_bad_checkpoints(directory: Path, real: Path) -> Dict[str, Path]:

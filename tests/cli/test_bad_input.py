@@ -12,7 +12,6 @@ output path in the folder).
 ``segatron-components`` reads no input and is not here.
 """
 import json
-import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Tuple
 
 import pytest
 import torch
+from cli_errors import assert_user_error, listing
 from conftest import run_cli_refused
 
 
@@ -213,29 +213,13 @@ def _inputs(folder: Path, request, needs) -> dict:
     return paths
 
 
-def _tree(folder: Path) -> dict:
-    """Every path under ``folder`` with its size and modification time."""
-    found = {}
-    for directory, folders, files in os.walk(folder):
-        for name in folders + files:
-            path = os.path.join(directory, name)
-            stat = os.stat(path)
-            found[os.path.relpath(path, folder)] = (stat.st_size, stat.st_mtime_ns)
-    return found
-
-
 @pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
 def test_a_mistake_ends_in_one_line_naming_it(case, tmp_path, request):
     folder = tmp_path / "work"
     folder.mkdir()
     paths = _inputs(folder, request, case.needs)
-    args = case.args.format(**paths).split()
-    before = _tree(folder)
-    refusal = run_cli_refused(case.program, *args, cwd=folder)
+    before = listing(folder)
+    refusal = run_cli_refused(case.program, *case.args.format(**paths).split(), cwd=folder)
     assert "Traceback" not in refusal.output, refusal.output[-3000:]
-    errors = [line for line in refusal.stderr.splitlines() if "error" in line.lower()]
-    assert len(errors) == 1, refusal.stderr[-3000:]
-    assert errors[0].startswith(case.program) and ": error: " in errors[0], errors
-    assert case.says in errors[0], errors[0]
-    assert refusal.stderr.rstrip().splitlines()[-1] == errors[0], refusal.stderr[-3000:]
-    assert _tree(folder) == before, "the folder changed"
+    assert_user_error(refusal.stderr, case.program, case.says)
+    assert listing(folder) == before, "the folder changed"

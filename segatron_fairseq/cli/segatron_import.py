@@ -7,7 +7,8 @@
     segatron-import authors-cross-thought --checkpoint cross-thought.pt --dict dict.txt --out DIR
 
 write DIR/dict.txt and DIR/checkpoint.pt (a DIR that holds either is refused: nothing is replaced).
-Binarize text with ``segatron-preprocess --srcdict DIR/dict.txt`` and evaluate with ``fairseq-eval-lm DATA --path DIR/checkpoint.pt --task segatron_lm``.
+Binarize text with ``segatron-preprocess --srcdict DIR/dict.txt``
+and evaluate with ``fairseq-eval-lm DATA --path DIR/checkpoint.pt --task segatron_lm``.
 """
 import functools
 import os

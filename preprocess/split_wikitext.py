@@ -7,12 +7,15 @@ Articles start at a top-level heading `` = Title = ``. The last articles go to
 test, the ones before them to valid, the rest to train, written as
 ``wiki.{train,valid,test}.tokens`` in the same layout. Each split gets at
 least one article. Everything is checked before anything is written, and
-existing output files are refused unless --overwrite.
+existing output files are refused unless --overwrite; an input that is one
+of the outputs is refused always. The three files are written under
+temporary names and then renamed into place together: a failed run leaves
+the old files (or none), never a mixed set.
 """
 import argparse
 import os
+from typing import Dict, List
 
-from .atomic import atomic_path
 from .errors import PreprocessError
 from .inputs import check_file, check_utf8
 from .readers import is_wikitext_title, normalize
@@ -36,6 +39,45 @@ def split_articles(path):
     return articles
 
 
+def _same_file(a: str, b: str) -> bool:
+    return os.path.realpath(a) == os.path.realpath(b) or (
+        os.path.exists(a) and os.path.exists(b) and os.path.samefile(a, b))
+
+
+def write_together(parts: Dict[str, List[List[str]]]) -> None:
+    """Each path of ``parts`` holding its articles, all or none: each file is
+    written beside its place, the old ones are moved aside, the new ones
+    renamed in; on a failure the old ones come back."""
+    def beside(path: str, kind: str) -> str:
+        return os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.{kind}")
+
+    written, moved, placed = [], [], []
+    try:
+        for path, articles in parts.items():
+            written.append(beside(path, "tmp"))
+            with open(written[-1], "w", encoding="utf-8") as f:
+                for article in articles:
+                    f.writelines(article)
+        for path in parts:
+            if os.path.lexists(path):
+                os.replace(path, beside(path, "old"))
+                moved.append(path)
+        for path in parts:
+            os.replace(beside(path, "tmp"), path)
+            placed.append(path)
+    except BaseException:
+        for path in placed:
+            os.remove(path)
+        for path in moved:
+            os.replace(beside(path, "old"), path)
+        for path in written:
+            if os.path.lexists(path):
+                os.remove(path)
+        raise
+    for path in moved:
+        os.remove(beside(path, "old"))
+
+
 def cli_main(argv=None) -> None:
     p = argparse.ArgumentParser(prog="segatron-split-wikitext", description=__doc__.splitlines()[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
@@ -53,10 +95,17 @@ def cli_main(argv=None) -> None:
     if os.path.exists(args.out_dir) and not os.path.isdir(args.out_dir):
         p.error(f"{args.out_dir}: the output directory is a file")
     for path in outputs.values():
+        if _same_file(args.input, path):
+            p.error(f"{args.input}: the input is one of the outputs; name another output directory")
         if os.path.isdir(path):
             p.error(f"{path}: an output file is a directory")
         if os.path.lexists(path) and not args.overwrite:
             p.error(f"{path} exists; pass --overwrite to replace it, or name another output directory")
+    writable = os.path.abspath(args.out_dir)
+    while not os.path.isdir(writable):
+        writable = os.path.dirname(writable)
+    if not os.access(writable, os.W_OK | os.X_OK):
+        p.error(f"{args.out_dir}: the output directory cannot be written ({writable} is not writable)")
     try:
         check_file(args.input, "the WikiText file")
         check_utf8(args.input)
@@ -71,13 +120,17 @@ def cli_main(argv=None) -> None:
         "valid": articles[len(articles) - n_valid - n_test: len(articles) - n_test],
         "test": articles[len(articles) - n_test:],
     }
-    os.makedirs(args.out_dir, exist_ok=True)
+    try:
+        os.makedirs(args.out_dir, exist_ok=True)
+        write_together({outputs[split]: chosen for split, chosen in parts.items()})
+    except OSError as err:
+        where = err.filename2 or err.filename
+        p.exit(1, f"{p.prog}: error: " + (f"{where}: {err.strerror}" if where and err.strerror else f"{err}") + "\n")
+    except KeyboardInterrupt:
+        p.exit(130, f"{p.prog}: interrupted\n")
     for split, chosen in parts.items():
-        path = outputs[split]
-        with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
-            for article in chosen:
-                f.writelines(article)
-        print(f"{split}: {len(chosen)} articles, {sum(len(''.join(a).split()) for a in chosen):,} tokens -> {path}")
+        print(f"{split}: {len(chosen)} articles, {sum(len(''.join(a).split()) for a in chosen):,} tokens -> "
+              f"{outputs[split]}")
 
 
 if __name__ == "__main__":

@@ -11,7 +11,9 @@ valid and test. This is the small-scale version of the paper's Table 2.
 Every option, --data and the folders are checked before anything runs. Each
 variant trains into WORKDIR/VARIANT; a folder there that holds files (an
 earlier run) is refused, never resumed (its checkpoint may have other
-settings), unless --overwrite, which replaces it.
+settings), unless --overwrite, which replaces it. An existing --out file is
+refused too unless --overwrite, and --out is checked to be writable before
+any training.
 """
 import argparse
 import json
@@ -25,7 +27,7 @@ import time
 import torch
 
 from segatron_fairseq import PLUGIN_DIR
-from segatron_fairseq.cli.user_errors import positive_int
+from segatron_fairseq.cli.user_errors import check_output, exit_on_user_error, positive_int
 from segatron_preprocess.corpus_format import DICT_FILE, dataset_files
 
 # the fairseq CLIs of this interpreter (also where fairseq is on PYTHONPATH without console scripts)
@@ -90,10 +92,11 @@ def check_folders(parser, args, names) -> None:
             parser.error(f"--workdir {args.workdir}: {folder} holds an earlier run; pass --overwrite to replace it, "
                          f"or name another --workdir")
     if args.out is not None:
-        if os.path.isdir(args.out):
-            parser.error(f"--out {args.out}: a directory")
-        if not os.path.isdir(os.path.dirname(os.path.abspath(args.out))):
-            parser.error(f"--out {args.out}: its directory does not exist")
+        inputs = {f"--data's {name}": os.path.join(args.data, name) for name in os.listdir(args.data)}
+        try:
+            check_output(args.out, inputs=inputs, overwrite=args.overwrite)
+        except ValueError as err:
+            parser.error(str(err))
 
 
 def check_numbers(parser, args) -> None:
@@ -107,6 +110,15 @@ def check_numbers(parser, args) -> None:
         parser.error(f"--lr: must be above 0, not {args.lr}")
     if args.dim % args.heads:
         parser.error(f"--dim {args.dim} is not a multiple of --heads {args.heads}")
+
+
+def write_results(path: str, results) -> None:
+    """``results`` as JSON at ``path`` (``--out``), whole or not at all."""
+    from segatron_preprocess.atomic import atomic_path
+
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with atomic_path(path) as tmp, open(tmp, "w") as f:
+        json.dump(results, f, indent=2)
 
 
 def fresh_folder(folder: str) -> None:
@@ -164,8 +176,14 @@ def cli_main(argv=None) -> None:
     p.add_argument("--adaptive-softmax-cutoff", default=None, help="e.g. 2000,6000 for a large vocabulary")
     p.add_argument("--out", help="also write the results as JSON here")
     p.add_argument("--overwrite", action="store_true",
-                   help="replace a variant's folder in --workdir that holds an earlier run (else refused)")
+                   help="replace a variant's folder in --workdir that holds an earlier run, and an existing --out "
+                        "(else refused)")
     args = p.parse_args(argv)
+    with exit_on_user_error(p.prog):
+        _compare(p, args)
+
+
+def _compare(p, args) -> None:
     variants = args.variants.split(",")
     unknown = [v for v in variants if v not in VARIANTS]
     if unknown:
@@ -183,8 +201,7 @@ def cli_main(argv=None) -> None:
         ratio = f"{r['test'] / baseline['test']:.3f}" if baseline else "-"
         print(f"{r['variant']:<16} {r['params']:>10,} {r['valid']:>10.2f} {r['test']:>10.2f} {ratio:>10}")
     if args.out:
-        with open(args.out, "w") as f:
-            json.dump(results, f, indent=2)
+        write_results(args.out, results)
 
 
 if __name__ == "__main__":

@@ -15,10 +15,9 @@ of the paper's pre-training comparison of SegaBERT and BERT.
 
 Every option, --data and the folders are checked before anything runs; a
 model's folder in --workdir that holds an earlier run is refused unless
---overwrite (as ``segatron-compare-lm``).
+--overwrite (as ``segatron-compare-lm``), and so is an existing --out file.
 """
 import argparse
-import json
 import os
 import re
 import sys
@@ -26,8 +25,8 @@ import sys
 import torch
 
 from segatron_fairseq import PLUGIN_DIR
-from segatron_fairseq.cli.compare_lm import check_data, check_folders, check_numbers, fresh_folder, run
-from segatron_fairseq.cli.user_errors import positive_int
+from segatron_fairseq.cli.compare_lm import check_data, check_folders, check_numbers, fresh_folder, run, write_results
+from segatron_fairseq.cli.user_errors import exit_on_user_error, positive_int
 from segatron_fairseq.segments import TABLE_SIZES
 
 FAIRSEQ_TRAIN = [sys.executable, "-m", "fairseq_cli.train"]
@@ -113,8 +112,14 @@ def cli_main(argv=None) -> None:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--out", help="also write the results as JSON here")
     p.add_argument("--overwrite", action="store_true",
-                   help="replace a model's folder in --workdir that holds an earlier run (else refused)")
+                   help="replace a model's folder in --workdir that holds an earlier run, and an existing --out "
+                        "(else refused)")
     args = p.parse_args(argv)
+    with exit_on_user_error(p.prog):
+        _compare(p, args)
+
+
+def _compare(p, args) -> None:
     if args.tokens_per_sample > BERT_MAX_POSITIONS:
         p.error(f"--tokens-per-sample: must be at most {BERT_MAX_POSITIONS}, not {args.tokens_per_sample}")
     if args.max_update % args.eval_every:
@@ -132,8 +137,7 @@ def cli_main(argv=None) -> None:
         print(f"{updates:>8} " + " ".join(f"{v:>14.2f}" for v in values) + f" {values[0] / values[1]:>16.3f}")
     print("params: " + ", ".join(f"{r['model']} {r['params']:,}" for r in results))
     if args.out:
-        with open(args.out, "w") as f:
-            json.dump(results, f, indent=2)
+        write_results(args.out, results)
 
 
 if __name__ == "__main__":

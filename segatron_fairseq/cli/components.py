@@ -13,6 +13,7 @@ from fairseq.models import ARCH_CONFIG_REGISTRY, ARCH_MODEL_REGISTRY, MODEL_REGI
 from fairseq.tasks import TASK_REGISTRY
 
 from segatron_fairseq import PLUGIN_DIR
+from segatron_fairseq.cli.user_errors import exit_on_user_error
 
 PLUGIN_MODULE = __name__.split(".")[0]
 
@@ -39,11 +40,12 @@ def plugin_components() -> Dict[str, List[str]]:
 def cli_main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="segatron-components", description=__doc__.splitlines()[0])
     parser.parse_args(argv)
-    print(f"fairseq plugin {PLUGIN_MODULE} ({PLUGIN_DIR}) registers:")
-    for kind, names in plugin_components().items():
-        print(f"  {kind} ({len(names)}):")
-        for name in names or ["(none)"]:
-            print(f"    {name}")
+    with exit_on_user_error(parser.prog):
+        print(f"fairseq plugin {PLUGIN_MODULE} ({PLUGIN_DIR}) registers:")
+        for kind, names in plugin_components().items():
+            print(f"  {kind} ({len(names)}):")
+            for name in names or ["(none)"]:
+                print(f"    {name}")
 
 
 if __name__ == "__main__":

@@ -2,9 +2,9 @@
 format, each writing files; a bad input ends the program with one line that
 names the file and the problem."""
 import argparse
-import sys
 from typing import List, Optional, Tuple
 
+from segatron_fairseq.cli.user_errors import exit_on_user_error
 from segatron_preprocess.errors import PreprocessError
 
 
@@ -18,8 +18,6 @@ def new_parser(prog: str, description: str) -> Tuple[argparse.ArgumentParser, "a
 def run(parser: argparse.ArgumentParser, argv: Optional[List[str]]) -> None:
     """Parse ``argv``, run the chosen subcommand and print what it wrote."""
     args = parser.parse_args(argv)
-    try:
+    with exit_on_user_error(parser.prog, (KeyError, NotImplementedError, PreprocessError)):
         path = args.run(args)
-    except (OSError, ValueError, KeyError, NotImplementedError, PreprocessError) as err:
-        sys.exit(f"{parser.prog}: error: {err}")
     print(f"wrote {path}")

@@ -24,7 +24,8 @@ everything that changes an embedding is unchanged (checkpoint, the texts,
 the dictionary and sub-word model, --max-length, the special-token settings,
 --model-overrides); otherwise they are recomputed and the log says why.
 An existing ``--embeddings`` file that is not such a cache (a checkpoint, say)
-is refused before any work, never replaced.
+is refused before any work, never replaced, and so is an existing
+``--output`` unless ``--overwrite``; both are checked writable before any work.
 Output: one JSON line per question with its ``top_k`` candidates (``passage``:
 the passage id, or the index into ``candidates``) and scores.
 """
@@ -40,7 +41,7 @@ from typing import Dict, List, Optional, Tuple
 
 import torch
 
-from segatron_fairseq.cli.user_errors import positive_int
+from segatron_fairseq.cli.user_errors import check_output, exit_on_user_error, positive_int
 from segatron_preprocess.atomic import atomic_path
 from segatron_preprocess.corpus_format import DICT_FILE, SENTENCEPIECE_FILE
 
@@ -227,17 +228,6 @@ def cached_embeddings(path: str, cache, key: Dict[str, str], count: int) -> Opti
     return embeddings
 
 
-def check_output(path: str, inputs: List[str]) -> None:
-    """``--output`` can be written: not a directory, in an existing directory, not one of the inputs."""
-    if os.path.isdir(path):
-        raise ValueError(f"{path}: --output is a directory")
-    directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        raise ValueError(f"{path}: --output is in {directory}, which is not a directory")
-    if os.path.realpath(path) in {os.path.realpath(given) for given in inputs}:
-        raise ValueError(f"{path}: --output is also an input of this run; name another file")
-
-
 def recall_and_mrr(ranked: List[list], gold: List[list], ks: List[int]) -> Dict[str, float]:
     """Recall@k (the share of a question's gold candidates in its top k,
     averaged over questions) and MRR (reciprocal rank of the first gold
@@ -250,14 +240,27 @@ def recall_and_mrr(ranked: List[list], gold: List[list], ks: List[int]) -> Dict[
     return metrics
 
 
+def model_overrides(text: str) -> Dict:
+    """The dict of ``--model-overrides`` (a Python literal)."""
+    try:
+        overrides = ast.literal_eval(text) if text else {}
+    except (ValueError, SyntaxError):
+        raise ValueError(f"--model-overrides {text!r}: not a Python literal, e.g. \"{{'dropout': 0.0}}\"") from None
+    if not isinstance(overrides, dict):
+        raise ValueError(f"--model-overrides {text!r}: not a dict")
+    return overrides
+
+
 def main(args) -> None:
     from segatron_fairseq.hub.checkpoints import load_checkpoint
     from segatron_fairseq.hub.cross_thought import CrossThoughtHubInterface
 
-    overrides = ast.literal_eval(args.model_overrides) if args.model_overrides else {}
-    if not isinstance(overrides, dict):
-        raise ValueError(f"--model-overrides {args.model_overrides!r} is not a dict")
-    check_output(args.output, [f for f in (args.path, args.passages, args.questions, args.embeddings) if f])
+    overrides = model_overrides(args.model_overrides)
+    inputs = {"--path": args.path, "--passages": args.passages, "--questions": args.questions}
+    check_output(args.output, option="--output", inputs={**inputs, "--embeddings": args.embeddings},
+                 overwrite=args.overwrite)
+    check_output(args.embeddings, option="--embeddings", inputs={**inputs, "--output": args.output},
+                 overwrite=True)  # read_cache refuses a file that is not its cache
     cache = read_cache(args.embeddings)
     loaded = load_checkpoint(args.path, "cross_thought", args.data, overrides, corpus_option="--data")
     hub = CrossThoughtHubInterface(loaded.cfg, loaded.task, loaded.model, loaded.corpus)
@@ -287,6 +290,7 @@ def main(args) -> None:
     row_of_passage = {pid: row for row, pid in enumerate(passage_ids)}
     question_embeddings = hub.encode([q.text for q in questions], args.max_length, args.batch_size)
     ranked_lists, gold_lists = [], []
+    os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
     with atomic_path(args.output) as tmp, open(tmp, "w", encoding="utf-8") as out:
         for q, question_embedding in zip(questions, question_embeddings):
             if q.candidates is not None:
@@ -321,8 +325,8 @@ def cli_main(argv=None) -> None:
     p.add_argument("--embeddings", required=True,
                    help="where the candidate embeddings are saved and reused; an existing file that is not this "
                         "tool's cache is refused, never replaced")
-    p.add_argument("--output", required=True,
-                   help="JSON lines: each question's top-k candidates (a file in an existing directory)")
+    p.add_argument("--output", required=True, help="JSON lines: each question's top-k candidates")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --output (else refused)")
     p.add_argument("--top-k", type=positive_int, default=20, help="candidates written per question")
     p.add_argument("--recall-k", default="1,5,20", help="k of the reported Recall@k, comma separated")
     p.add_argument("--max-length", type=positive_int, default=64, help="tokens kept of each text")
@@ -336,11 +340,8 @@ def cli_main(argv=None) -> None:
         p.error(f"--recall-k {args.recall_k!r}: comma-separated integers of at least 1")
     logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s", level=logging.INFO,
                         stream=sys.stderr)
-    try:
+    with exit_on_user_error(p.prog, (TypeError,)):
         main(args)
-    except (ValueError, FileNotFoundError, TypeError) as err:
-        print(f"cross-thought-rank: error: {err}", file=sys.stderr)
-        raise SystemExit(1) from None
 
 
 if __name__ == "__main__":

@@ -33,14 +33,17 @@ def check_inputs(data: str, checkpoints: List[str]) -> None:
         check_checkpoint_file(checkpoint)
 
 
-def checkpoint_losses(checkpoint: str, data: str, tokens: np.ndarray, sentence_start: np.ndarray,
-                      paragraph_start: np.ndarray, tgt_len: int) -> np.ndarray:
-    """``stream_losses`` of the Segatron-XL saved in ``checkpoint``, its
-    dictionary read from ``data`` (the option ``--data``)."""
+def load_model(checkpoint: str, data: str):
+    """The Segatron-XL saved in ``checkpoint``, its dictionary read from ``data`` (the option ``--data``)."""
     from segatron_fairseq.hub.checkpoints import load_checkpoint
 
-    model = load_checkpoint(checkpoint, "segatron_xl", os.path.abspath(data), corpus_option="--data").model
-    return stream_losses(model, tokens, sentence_start, paragraph_start, tgt_len)
+    return load_checkpoint(checkpoint, "segatron_xl", os.path.abspath(data), corpus_option="--data").model
+
+
+def checkpoint_losses(checkpoint: str, data: str, tokens: np.ndarray, sentence_start: np.ndarray,
+                      paragraph_start: np.ndarray, tgt_len: int) -> np.ndarray:
+    """``stream_losses`` of the Segatron-XL saved in ``checkpoint`` (``load_model``)."""
+    return stream_losses(load_model(checkpoint, data), tokens, sentence_start, paragraph_start, tgt_len)
 
 
 def cli_main(argv=None) -> None:
@@ -65,11 +68,12 @@ def _report(args) -> None:
         "other": ~sentence_start & ~next_starts_sentence,
         "all": np.ones_like(sentence_start),
     }
+    models = [load_model(checkpoint, args.data) for checkpoint in args.checkpoints]  # each refused before the table
     print(f"{args.split}: {len(tokens):,} tokens; ppl by group (tokens)")
     print(f"{'checkpoint':<50}" + "".join(f"{name:>24}" for name in groups))
     print(f"{'':<50}" + "".join(f"{int(mask.sum()):>24,}" for mask in groups.values()))
-    for checkpoint in args.checkpoints:
-        losses = checkpoint_losses(checkpoint, args.data, tokens, sentence_start, paragraph_start, args.tgt_len)
+    for checkpoint, model in zip(args.checkpoints, models):
+        losses = stream_losses(model, tokens, sentence_start, paragraph_start, args.tgt_len)
         row = "".join(f"{math.exp(losses[mask].mean()):>24.2f}" for mask in groups.values())
         print(f"{checkpoint[-50:]:<50}{row}", flush=True)
 

@@ -12,6 +12,9 @@
 - ``boundary``: perplexity by the target token's position in its sentence
   (scored as ``segatron-loss-by-boundary`` scores the split, with ``--data``'s
   dictionary).
+
+``--out PATH`` writes PATH.png and PATH.svg; existing ones are refused unless
+``--overwrite``, before any work.
 """
 import argparse
 import math
@@ -21,7 +24,7 @@ from typing import Dict, List, Tuple
 
 import numpy as np
 
-from segatron_fairseq.cli.user_errors import exit_on_user_error, positive_int
+from segatron_fairseq.cli.user_errors import check_output, exit_on_user_error, positive_int
 
 _TRAIN = re.compile(r"\| train_inner \| .*?ppl=([0-9.]+),.*?num_updates=(\d+)")
 _VALID = re.compile(r"\| valid \| .*?\| ppl ([0-9.]+) \|.*?\| num_updates (\d+)")
@@ -157,6 +160,13 @@ def read_text(path: str) -> str:
     return text
 
 
+def _inputs(args) -> Dict[str, str]:
+    """The files a command reads, by how its user named them."""
+    if args.command == "attention":
+        return {"--text": args.text, "the checkpoint": os.path.join(args.model_dir, args.checkpoint_file)}
+    return {f"the input {path}": path for path in (args.logs if args.command == "curves" else args.checkpoints)}
+
+
 def cli_main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="segatron-plot", description=__doc__.splitlines()[0],
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
@@ -180,6 +190,8 @@ def cli_main(argv=None) -> None:
     boundary.add_argument("--tgt-len", type=positive_int, default=64, help="tokens per segment")
     boundary.add_argument("--longest", type=positive_int, default=30, help="positions from this one on are pooled")
     boundary.add_argument("--out", required=True, help="output path without extension (.png and .svg)")
+    for command in (attention, curves, boundary):
+        command.add_argument("--overwrite", action="store_true", help="replace existing pictures (else refused)")
     args = parser.parse_args(argv)
     if args.command == "attention" and args.layer < 0:
         parser.error(f"--layer {args.layer}: must be 0 or more")
@@ -188,6 +200,8 @@ def cli_main(argv=None) -> None:
         if len(labels) != len(args.logs):
             parser.error(f"--labels has {len(labels)} names for {len(args.logs)} logs")
     with exit_on_user_error(parser.prog):
+        for extension in (".png", ".svg"):
+            check_output(args.out + extension, inputs=_inputs(args), overwrite=args.overwrite)
         if args.command == "attention":
             from segatron_fairseq.hub.checkpoints import load_checkpoint
             from segatron_fairseq.hub.segatron_xl import SegatronXLHubInterface

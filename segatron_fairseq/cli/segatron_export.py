@@ -9,6 +9,7 @@ CORPUS is the segatron-preprocess directory whose sub-words the tokenizer files
 reproduce.
 """
 from segatron_fairseq.cli.conversion_commands import new_parser, run
+from segatron_fairseq.cli.user_errors import check_output
 
 
 def _hf(args) -> str:
@@ -19,8 +20,9 @@ def _hf(args) -> str:
     from segatron_preprocess import subwords
     from segatron_preprocess.corpus_format import read_metadata
 
-    if os.path.exists(args.out):
-        raise FileExistsError(f"{args.out} exists; choose a new directory")
+    if os.path.lexists(args.out):
+        raise FileExistsError(f"{args.out}: --out exists; choose a new directory")
+    check_output(args.out, directory=True, inputs={"--checkpoint": args.checkpoint, "--data": args.data})
     state = read_checkpoint(args.checkpoint)
     model_name = checkpoint_model_name(state)
     exporters = {"segabert": huggingface_bert, "cross_thought": huggingface_cross_thought}

@@ -6,16 +6,32 @@
     segatron-import hf-bert --model-dir bert-base-uncased --out DIR
     segatron-import authors-cross-thought --checkpoint cross-thought.pt --dict dict.txt --out DIR
 
-write DIR/dict.txt and DIR/checkpoint.pt. Binarize text with ``segatron-preprocess --srcdict DIR/dict.txt``
+write DIR/dict.txt and DIR/checkpoint.pt (a DIR that holds either is refused: nothing is replaced).
+Binarize text with ``segatron-preprocess --srcdict DIR/dict.txt``
 and evaluate with ``fairseq-eval-lm DATA --path DIR/checkpoint.pt --task segatron_lm``.
 """
 import functools
+import os
 
 from segatron_fairseq.cli.conversion_commands import new_parser, run
-from segatron_fairseq.cli.user_errors import positive_int
+from segatron_fairseq.cli.user_errors import check_output, positive_int
+from segatron_preprocess.corpus_format import DICT_FILE
+
+WRITTEN = (DICT_FILE, "checkpoint.pt")
+INPUTS = ("state", "config", "vocab", "model_dir", "checkpoint", "dict")
+
+
+def check_out(args) -> None:
+    """``--out`` can be written and holds nothing an import writes (before any work)."""
+    check_output(args.out, directory=True, inputs={f"--{name.replace('_', '-')}": getattr(args, name, None)
+                                                   for name in INPUTS})
+    for name in WRITTEN:
+        if os.path.lexists(os.path.join(args.out, name)):
+            raise FileExistsError(f"{args.out}: --out holds {name}; choose a new directory")
 
 
 def _authors_segatron_xl(args) -> str:
+    check_out(args)
     from fairseq.checkpoint_utils import load_checkpoint_file
 
     from segatron_fairseq.conversion.importers import transformer_xl_state
@@ -37,6 +53,7 @@ def _authors_segatron_xl(args) -> str:
 
 
 def _hf_transformer_xl(args) -> str:
+    check_out(args)
     from segatron_fairseq.conversion.importers.fairseq_checkpoint import write_checkpoint
     from segatron_fairseq.conversion.importers.huggingface_transformer_xl import convert_directory
 
@@ -45,6 +62,7 @@ def _hf_transformer_xl(args) -> str:
 
 
 def _bert(args, segabert: bool) -> str:
+    check_out(args)
     from segatron_fairseq.conversion.importers import bert
     from segatron_fairseq.conversion.importers.fairseq_checkpoint import write_checkpoint
     from segatron_fairseq.conversion.importers.huggingface_files import find_file, read_config, read_weights
@@ -62,6 +80,7 @@ def _bert(args, segabert: bool) -> str:
 
 
 def _authors_cross_thought(args) -> str:
+    check_out(args)
     from fairseq.checkpoint_utils import load_checkpoint_file
 
     from segatron_fairseq.conversion.importers import authors_cross_thought

@@ -9,7 +9,9 @@
 script's ``--na-prob-file``); when the file has answers it also prints the
 official exact match and F1. ``glue`` writes the GLUE server's files
 (``MNLI-m.tsv``, ``SST-2.tsv``, ...: ``index \\t prediction``) from the task's
-test files.
+test files. Every output is checked before the model is loaded: an output
+that is one of the inputs, or both outputs the same file, is refused, and so
+is an existing file unless ``--overwrite``.
 """
 import json
 import os
@@ -18,7 +20,7 @@ from typing import Iterator
 import torch
 
 from segatron_fairseq.cli.conversion_commands import new_parser, run
-from segatron_fairseq.cli.user_errors import positive_int
+from segatron_fairseq.cli.user_errors import check_output, finite_float, positive_int
 
 
 def _load(args, task_name: str):
@@ -49,6 +51,7 @@ def _batches(dataset, batch_size: int, device: str) -> Iterator[dict]:
 def _write_json(path: str, value) -> None:
     from segatron_preprocess.atomic import atomic_path
 
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with atomic_path(path) as staged, open(staged, "w", encoding="utf-8") as f:
         json.dump(value, f, ensure_ascii=False, indent=1)
 
@@ -59,6 +62,11 @@ def _squad(args) -> str:
     from segatron_fairseq.evaluation import squad_metrics
     from segatron_fairseq.evaluation.span_answers import QuestionAnswers, best_spans, span_logits
 
+    inputs = {"--input": args.input, "--checkpoint": args.checkpoint}
+    check_output(args.out, inputs=inputs, overwrite=args.overwrite)
+    if args.null_odds:
+        check_output(args.null_odds, option="--null-odds", inputs={**inputs, "--out": args.out},
+                     overwrite=args.overwrite)
     args.data = os.path.dirname(os.path.abspath(args.input))
     model, task, device = _load(args, "segabert_squad")
     questions = read_squad(args.input, require_answers=False)
@@ -92,13 +100,17 @@ def _glue(args) -> str:
 
     if args.glue_task not in GLUE_TEST_FILES:
         raise ValueError(f"--glue-task {args.glue_task}: choose from {', '.join(GLUE_TEST_FILES)}")
-    model, task, device = _load(args, "segabert_sentence_prediction")
-    if task.cfg.glue_task != args.glue_task:
-        raise ValueError(f"{args.checkpoint}: fine-tuned on --glue-task {task.cfg.glue_task}, not {args.glue_task}")
     files = [(os.path.join(args.data, test.file), test) for test in GLUE_TEST_FILES[args.glue_task]]
     if args.diagnostic:
         files.append((args.diagnostic, GLUE_DIAGNOSTIC))
+    inputs = {"--checkpoint": args.checkpoint, "--data": args.data, "--diagnostic": args.diagnostic}
+    check_output(args.out, directory=True, inputs=inputs)
+    for _, test in files:
+        check_output(os.path.join(args.out, test.submission), inputs=inputs, overwrite=args.overwrite)
     rows = [(path, test, read_test_tsv(path, test.text_columns)) for path, test in files]  # all read first
+    model, task, device = _load(args, "segabert_sentence_prediction")
+    if task.cfg.glue_task != args.glue_task:
+        raise ValueError(f"{args.checkpoint}: fine-tuned on --glue-task {task.cfg.glue_task}, not {args.glue_task}")
     os.makedirs(args.out, exist_ok=True)
     head = task.cfg.classification_head_name
     for path, test, lines in rows:
@@ -123,6 +135,7 @@ def _common(command) -> None:
                          help="the segatron-preprocess directory of pre-training (dict.txt, sub-words, splitter)")
     command.add_argument("--batch-size", type=positive_int, default=32)
     command.add_argument("--cpu", action="store_true", help="run on the CPU even when a GPU is there")
+    command.add_argument("--overwrite", action="store_true", help="replace output files that exist (else refused)")
 
 
 def cli_main(argv=None) -> None:
@@ -132,7 +145,7 @@ def cli_main(argv=None) -> None:
     squad.add_argument("--input", required=True, help="an official SQuAD JSON file (answers optional)")
     squad.add_argument("--out", required=True, help="the predictions JSON to write")
     squad.add_argument("--null-odds", help="also write each question's no-answer score here (v2.0)")
-    squad.add_argument("--no-answer-threshold", type=float, default=0.0,
+    squad.add_argument("--no-answer-threshold", type=finite_float, default=0.0,
                        help="v2.0: answer '' when the no-answer score exceeds it (e.g. best_f1_thresh of dev)")
     squad.add_argument("--max-answer-tokens", type=positive_int, default=30)
     squad.set_defaults(run=_squad)

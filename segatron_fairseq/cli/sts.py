@@ -13,9 +13,15 @@ read by its first line:
 - GLUE STS-B (``index  genre  filename  year  old_index  source1  source2  sentence1  sentence2  score``),
 - SICK (``pair_ID  sentence_A  sentence_B  relatedness_score  ...``),
 - otherwise ``sentence1 \\t sentence2 \\t score`` lines, no header (STS12-16 style).
+
+Every file is read before the model is loaded. A correlation needs two pairs
+or more, gold scores that are not all equal and similarities that are not all
+equal; a file without them is refused (the correlation is undefined), never
+scored 0.
 """
 import argparse
 import csv
+import math
 import os
 from typing import List, Tuple
 
@@ -49,12 +55,23 @@ def read_sts(path: str) -> Tuple[List[str], List[str], np.ndarray]:
         if len(row) <= max(columns):
             raise ValueError(f"{path}: line {number} has {len(row)} columns, needs {max(columns) + 1}")
         try:
-            scores.append(float(row[columns[2]]))
+            score = float(row[columns[2]])
         except ValueError:
             raise ValueError(f"{path}: line {number}: score {row[columns[2]]!r} is not a number") from None
+        if not math.isfinite(score):
+            raise ValueError(f"{path}: line {number}: score {row[columns[2]]!r} is not a finite number")
+        scores.append(score)
         first.append(row[columns[0]])
         second.append(row[columns[1]])
     return first, second, np.asarray(scores)
+
+
+def check_correlated(path: str, gold: np.ndarray) -> None:
+    """``gold`` has a correlation: two scores or more, not all equal."""
+    if len(gold) < 2:
+        raise ValueError(f"{path}: {len(gold)} sentence pair(s); a correlation needs at least 2")
+    if np.ptp(gold) == 0:
+        raise ValueError(f"{path}: every gold score is {gold[0]:g}; the correlation is undefined")
 
 
 class SentenceEncoder:
@@ -92,12 +109,15 @@ class SentenceEncoder:
         return torch.cat(out)
 
 
-def correlations(encoder: SentenceEncoder, path: str) -> Tuple[int, float, float]:
-    """(pairs, Spearman x 100, Pearson x 100) of one file."""
+def correlations(encoder: SentenceEncoder, path: str, pairs: Tuple[List[str], List[str], np.ndarray]
+                 ) -> Tuple[int, float, float]:
+    """(pairs, Spearman x 100, Pearson x 100) of one file's ``pairs`` (``read_sts``)."""
     from segatron_fairseq.evaluation.glue_metrics import pearson, spearman
 
-    first, second, gold = read_sts(path)
+    first, second, gold = pairs
     similarity = torch.nn.functional.cosine_similarity(encoder.embed(first), encoder.embed(second)).numpy()
+    if np.ptp(similarity) == 0:
+        raise ValueError(f"{path}: the model gives every pair the same similarity; the correlation is undefined")
     return len(gold), 100 * spearman(similarity, gold), 100 * pearson(similarity, gold)
 
 
@@ -110,8 +130,11 @@ def cli_main(argv=None) -> None:
     parser.add_argument("--cpu", action="store_true", help="run on the CPU even when a GPU is there")
     args = parser.parse_args(argv)
     with exit_on_user_error(parser.prog):
+        files = [(path, read_sts(path)) for path in args.files]
+        for path, (_, _, gold) in files:
+            check_correlated(path, gold)
         encoder = SentenceEncoder(args.checkpoint, args.data, args.pooling, args.cpu)
-        rows = [(path, *correlations(encoder, path)) for path in args.files]
+        rows = [(path, *correlations(encoder, path, pairs)) for path, pairs in files]
     width = max(len(os.path.basename(p)) for p, *_ in rows) + 2
     print(f"pooling {encoder.pooling}")
     print(f"{'file':<{width}}{'pairs':>8}{'spearman':>10}{'pearson':>10}")

@@ -2,28 +2,80 @@
 names the file or option and the problem, a non-zero exit, no traceback.
 
     with exit_on_user_error("segatron-plot"):
+        check_output(args.out + ".png", inputs={"--text": args.text}, overwrite=args.overwrite)
         main(args)
 
 ``OSError`` (missing file, directory, permissions) and ``ValueError``
 (``UnicodeDecodeError`` included) are the user's: the code that raises them
 puts the file in the message. Anything else is a bug and keeps its traceback.
+Ctrl-C ends the program with one line too (exit status 130).
 """
 import argparse
 import contextlib
+import math
+import os
 import sys
-from typing import Iterator
+from typing import Iterator, Mapping, Optional, Tuple, Type
 
 USER_ERRORS = (OSError, ValueError)
 
 
+def user_error_message(err: BaseException) -> str:
+    """``err`` as ``FILE: problem``: an ``OSError`` of the system (``[Errno 1] ...``)
+    names its file (the destination of a rename) and its reason; others are their own text."""
+    if isinstance(err, OSError) and err.strerror and (err.filename2 or err.filename):
+        return f"{err.filename2 or err.filename}: {err.strerror}"
+    return str(err)
+
+
 @contextlib.contextmanager
-def exit_on_user_error(prog: str) -> Iterator[None]:
-    """End the program with ``prog: error: MESSAGE`` (exit status 1) on a user error."""
+def exit_on_user_error(prog: str, errors: Tuple[Type[BaseException], ...] = ()) -> Iterator[None]:
+    """End the program with ``prog: error: MESSAGE`` (exit status 1) on a user
+    error (``USER_ERRORS`` and ``errors``), and with ``prog: interrupted``
+    (exit status 130) on Ctrl-C."""
     try:
         yield
-    except USER_ERRORS as err:
-        print(f"{prog}: error: {err}", file=sys.stderr)
+    except (*USER_ERRORS, *errors) as err:
+        print(f"{prog}: error: {user_error_message(err)}", file=sys.stderr)
         raise SystemExit(1) from None
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        raise SystemExit(130) from None
+
+
+def _same_file(a: str, b: str) -> bool:
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    return os.path.exists(a) and os.path.exists(b) and os.path.samefile(a, b)
+
+
+def check_output(path: str, *, option: str = "--out", inputs: Mapping[str, Optional[str]] = (),
+                 overwrite: bool = False, directory: bool = False) -> None:
+    """Refuse (``ValueError``: ``PATH: problem``), before any work, an output
+    ``path`` whose writing would lose a user's file or fail: the same file as
+    one of ``inputs`` (what the user calls it -> its path; ``None`` skipped),
+    an existing file without ``overwrite``, a file where a directory is meant
+    (``directory``) or a directory where a file is, and a place whose nearest
+    existing directory is not writable. An existing ``directory`` is allowed:
+    its contents are the caller's to check."""
+    for name, given in dict(inputs).items():
+        if given is not None and _same_file(path, given):
+            raise ValueError(f"{path}: {option} is the same file as {name}; name another "
+                             + ("directory" if directory else "file"))
+    if directory:
+        if os.path.lexists(path) and not os.path.isdir(path):
+            raise ValueError(f"{path}: {option} exists and is not a directory")
+    elif os.path.isdir(path):
+        raise ValueError(f"{path}: {option} is a directory; name a file")
+    elif os.path.lexists(path) and not overwrite:
+        raise ValueError(f"{path}: {option} exists; pass --overwrite to replace it, or name another file")
+    place = path if directory and os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
+    while not os.path.lexists(place):
+        place = os.path.dirname(place)
+    if not os.path.isdir(place):
+        raise ValueError(f"{path}: {option} is inside {place}, which is not a directory")
+    if not os.access(place, os.W_OK | os.X_OK):
+        raise ValueError(f"{path}: {option} cannot be written ({place} is not writable)")
 
 
 def positive_int(text: str) -> int:
@@ -31,4 +83,12 @@ def positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def finite_float(text: str) -> float:
+    """argparse ``type`` of a number that must be finite (not nan or inf)."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, not {text}")
     return value

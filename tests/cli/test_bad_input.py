@@ -52,6 +52,8 @@ CASES = {
     "split-latin1": Case("segatron-split-wikitext", "{latin1} {out}", "latin1.txt"),
     "split-output-is-a-file": Case("segatron-split-wikitext", "{wikitext} {notes}", "notes.txt"),
     "split-negative": Case("segatron-split-wikitext", "{wikitext} {out} --valid-articles -1", "--valid-articles"),
+    "split-input-is-an-output": Case("segatron-split-wikitext", "{split_input} {here}/split --overwrite",
+                                     "the input is one of the outputs"),
     "split-zero": Case("segatron-split-wikitext", "{wikitext} {out} --valid-articles 0 --test-articles 0",
                        "articles"),
     # training comparisons
@@ -62,6 +64,11 @@ CASES = {
                                     "--batch-size", ("segatron_xl_trained",)),
     "compare-lm-tgt-len-negative": Case("segatron-compare-lm", "--data {xl_data} --workdir {out} --tgt-len -4",
                                         "--tgt-len", ("segatron_xl_trained",)),
+    "compare-mlm-out-exists": Case("segatron-compare-mlm", "--data {segabert_data} --workdir {out} --out {notes}",
+                                   "notes.txt: --out exists", ("segabert_corpus",)),
+    "compare-mlm-out-is-its-dictionary": Case("segatron-compare-mlm", "--data {segabert_data} --workdir {out} --out "
+                                              "{segabert_data}/dict.txt --overwrite",
+                                              "dict.txt: --out is the same file", ("segabert_corpus",)),
     "compare-mlm-missing-data": Case("segatron-compare-mlm", "--data {missing} --workdir {out}", "missing.txt"),
     "compare-mlm-eval-every-0": Case("segatron-compare-mlm", "--data {segabert_data} --workdir {out} --eval-every 0",
                                      "--eval-every", ("segabert_corpus",)),
@@ -97,6 +104,9 @@ CASES = {
     "plot-curves-missing": Case("segatron-plot", "curves {missing} --out {out}", "missing.txt"),
     "plot-curves-latin1": Case("segatron-plot", "curves {latin1} --out {out}", "latin1.txt"),
     "plot-curves-empty": Case("segatron-plot", "curves {empty} --out {out}", "empty"),
+    "plot-curves-out-exists": Case("segatron-plot", "curves {wikitext} --out {picture}", "picture.png: --out exists"),
+    "plot-curves-out-is-input": Case("segatron-plot", "curves {picture}.png --out {picture} --overwrite",
+                                     "--out is the same file"),
     "plot-boundary-truncated": Case("segatron-plot", "boundary {truncated} {valid} --out {out}",
                                     "truncated.pt", ("segatron_xl_trained",)),
     "plot-boundary-tgt-len-0": Case("segatron-plot", "boundary {xl} {valid} --tgt-len 0 --out {out}",
@@ -123,7 +133,21 @@ CASES = {
                                           "--questions {notes} --passages {notes} --embeddings {xl_copy} --output "
                                           "{out}.jsonl", "checkpoint_copy.pt",
                                           ("cross_thought_trained", "segatron_xl_trained")),
+    "rank-output-exists": Case("cross-thought-rank", "--path {missing} --data {folder} --questions {notes} "
+                               "--embeddings {out}.pt --output {wikitext}", "wiki.txt: --output exists"),
+    "rank-output-is-questions": Case("cross-thought-rank", "--path {missing} --data {folder} --questions {notes} "
+                                     "--embeddings {out}.pt --output {notes} --overwrite",
+                                     "--output is the same file as --questions"),
+    "rank-bad-model-overrides": Case("cross-thought-rank", "--path {missing} --data {folder} --questions {notes} "
+                                     "--embeddings {out}.pt --output {out}.jsonl --model-overrides {{'dropout':",
+                                     "--model-overrides"),
     # conversion
+    "import-out-holds-dict": Case("segatron-import", "hf-transformer-xl --model-dir {folder} --out {here}",
+                                  "--out holds dict.txt"),
+    "import-out-is-a-file": Case("segatron-import", "authors-cross-thought --checkpoint {state} --dict {dict_txt} "
+                                 "--out {notes}", "notes.txt: --out exists and is not a directory"),
+    "import-out-is-model-dir": Case("segatron-import", "authors-segabert --model-dir {folder} --out {folder}",
+                                    "--out is the same file as --model-dir"),
     "import-xl-missing-state": Case("segatron-import", "authors-segatron-xl --state {missing} --config {xl_config} "
                                     "--vocab {notes} --out {out}", "missing.txt"),
     "import-xl-truncated-state": Case("segatron-import", "authors-segatron-xl --state {truncated} --config "
@@ -144,6 +168,8 @@ CASES = {
                                              "--dict {latin1} --out {out}", "latin1.txt", ("segatron_xl_trained",)),
     "import-cross-thought-truncated": Case("segatron-import", "authors-cross-thought --checkpoint {truncated} "
                                            "--dict {dict_txt} --out {out}", "truncated.pt", ("segatron_xl_trained",)),
+    "export-out-exists": Case("segatron-export", "hf --checkpoint {missing} --data {folder} --out {folder}",
+                              "folder: --out exists"),
     "export-missing": Case("segatron-export", "hf --checkpoint {missing} --data {segabert_data} --out {out}",
                            "missing.txt", ("segabert_corpus",)),
     "export-truncated": Case("segatron-export", "hf --checkpoint {truncated} --data {segabert_data} --out {out}",
@@ -154,14 +180,37 @@ CASES = {
                                     "dict.txt", ("segabert_checkpoint", "segatron_xl_trained")),
     # predictions and embeddings
     "predict-glue-pretrained": Case("segatron-predict", "glue --checkpoint {segabert} --pretrain-data {segabert_data} "
-                                    "--glue-task RTE --data {folder} --out {out}", "fine-tuned",
+                                    "--glue-task RTE --data {glue} --out {out}", "fine-tuned",
                                     ("segabert_checkpoint", "segabert_corpus")),
     "predict-glue-batch-size-0": Case("segatron-predict", "glue --checkpoint {segabert} --pretrain-data "
-                                      "{segabert_data} --glue-task RTE --data {folder} --out {out} --batch-size 0",
+                                      "{segabert_data} --glue-task RTE --data {glue} --out {out} --batch-size 0",
                                       "--batch-size", ("segabert_checkpoint", "segabert_corpus")),
     "predict-squad-truncated": Case("segatron-predict", "squad --checkpoint {truncated} --pretrain-data "
                                     "{segabert_data} --input {notes} --out {out}", "truncated.pt",
                                     ("segabert_corpus", "segatron_xl_trained")),
+    "predict-squad-out-is-input": Case("segatron-predict", "squad --checkpoint {state} --pretrain-data {folder} "
+                                       "--input {notes} --out {notes} --overwrite",
+                                       "notes.txt: --out is the same file as --input"),
+    "predict-squad-out-is-checkpoint": Case("segatron-predict", "squad --checkpoint {state} --pretrain-data {folder} "
+                                            "--input {notes} --out {state} --overwrite",
+                                            "state.pt: --out is the same file as --checkpoint"),
+    "predict-squad-outputs-the-same": Case("segatron-predict", "squad --checkpoint {state} --pretrain-data {folder} "
+                                           "--input {notes} --out {out}.json --null-odds {out}.json",
+                                           "--null-odds is the same file as --out"),
+    "predict-squad-out-exists": Case("segatron-predict", "squad --checkpoint {state} --pretrain-data {folder} "
+                                     "--input {notes} --out {wikitext}", "wiki.txt: --out exists"),
+    "predict-squad-null-odds-exists": Case("segatron-predict", "squad --checkpoint {state} --pretrain-data {folder} "
+                                           "--input {notes} --out {out}.json --null-odds {wikitext}",
+                                           "wiki.txt: --null-odds exists"),
+    "predict-squad-nan-threshold": Case("segatron-predict", "squad --checkpoint {state} --pretrain-data {folder} "
+                                        "--input {notes} --out {out}.json --no-answer-threshold nan",
+                                        "--no-answer-threshold"),
+    "predict-glue-submission-exists": Case("segatron-predict", "glue --checkpoint {state} --pretrain-data {folder} "
+                                           "--glue-task RTE --data {glue} --out {here}", "RTE.tsv: --out exists"),
+    "sts-one-pair": Case("segatron-sts", "{sts_one} --checkpoint {missing} --data {folder}", "sts_one.tsv"),
+    "sts-constant-gold": Case("segatron-sts", "{sts_constant} --checkpoint {missing} --data {folder}",
+                              "undefined"),
+    "sts-nan-score": Case("segatron-sts", "{sts_nan} --checkpoint {missing} --data {folder}", "sts_nan.tsv: line 2"),
     "sts-segatron-xl": Case("segatron-sts", "{sts} --checkpoint {xl} --data {xl_data}", "segatron_xl",
                             ("segatron_xl_trained",)),
     "sts-missing-file": Case("segatron-sts", "{missing} --checkpoint {segabert} --data {segabert_data}", "missing.txt",
@@ -179,7 +228,16 @@ def _inputs(folder: Path, request, needs) -> dict:
     (folder / "notes.txt").write_text("some notes\n")
     (folder / "wiki.txt").write_text("".join(f" = Article {n} = \n\n One sentence . Another one . \n\n"
                                              for n in range(30)))
-    (folder / "sts.tsv").write_text("sentence1\tsentence2\tscore\na b\ta c\t3.0\n")
+    (folder / "sts.tsv").write_text("a b\ta c\t3.0\nb c\tc a\t1.0\n")
+    (folder / "sts_one.tsv").write_text("a b\ta c\t3.0\n")
+    (folder / "sts_constant.tsv").write_text("a b\ta c\t3.0\nb c\tc a\t3.0\n")
+    (folder / "sts_nan.tsv").write_text("a b\ta c\t3.0\nb c\tc a\tnan\n")
+    (folder / "glue").mkdir()
+    (folder / "glue" / "test.tsv").write_text("index\tsentence1\tsentence2\n0\ta b\tb c\n")
+    (folder / "RTE.tsv").write_text("index\tprediction\n")
+    (folder / "split").mkdir()
+    (folder / "split" / "wiki.train.tokens").write_text(" = Article = \n\n One . \n\n")
+    (folder / "picture.png").write_bytes(b"\x89PNG")
     config = dict(n_token=2, n_layer=1, n_head=1, d_model=4, d_head=4, d_inner=4, dropout=0.0, dropatt=0.0, mem_len=4,
                   clamp_len=-1, tgt_len=4, div_val=1, cutoffs=[])
     (folder / "xl_config.json").write_text(json.dumps(config))
@@ -191,7 +249,9 @@ def _inputs(folder: Path, request, needs) -> dict:
         ("missing", "missing.txt"), ("empty", "empty"), ("folder", "folder"), ("latin1", "latin1.txt"),
         ("notes", "notes.txt"), ("wikitext", "wiki.txt"), ("sts", "sts.tsv"), ("xl_config", "xl_config.json"),
         ("config_without_n_token", "config_without_n_token.json"), ("dict_txt", "dict.txt"), ("state", "state.pt"),
-        ("out", "out"))}
+        ("out", "out"), ("sts_one", "sts_one.tsv"), ("sts_constant", "sts_constant.tsv"), ("sts_nan", "sts_nan.tsv"),
+        ("glue", "glue"), ("split_input", "split/wiki.train.tokens"), ("picture", "picture"))}
+    paths["here"] = str(folder)
     if "segatron_xl_trained" in needs:
         trained = request.getfixturevalue("segatron_xl_trained")
         checkpoint = trained / "ckpt" / "checkpoint_last.pt"

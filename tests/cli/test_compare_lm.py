@@ -61,10 +61,21 @@ def test_compare_lm_data_and_folders_are_checked_first(tmp_path):
     refused("segatron-compare-lm", "--data", data, "--workdir", data / "dict.txt",
             expect=f"--workdir {data / 'dict.txt'}: a file, not a directory")
     refused("segatron-compare-lm", "--data", data, "--workdir", runs, "--variants", "segatron_xl", "--out", tmp_path,
-            expect=f"--out {tmp_path}: a directory")
-    refused("segatron-compare-lm", "--data", data, "--workdir", runs, "--variants", "segatron_xl",
-            "--out", tmp_path / "missing" / "results.json",
-            expect=f"--out {tmp_path / 'missing' / 'results.json'}: its directory does not exist")
+            expect=f"{tmp_path}: --out is a directory")
+
+
+def test_compare_lm_keeps_an_existing_out_and_its_inputs(tmp_path):
+    data = fake_data(tmp_path / "bin")
+    runs, results = tmp_path / "runs", tmp_path / "results.json"
+    results.write_text("[]\n")
+    refused("segatron-compare-lm", "--data", data, "--workdir", runs, "--out", results,
+            expect=f"{results}: --out exists; pass --overwrite to replace it")
+    # the run's own input, even with --overwrite (the review turned wt4/dict.txt into JSON)
+    refused("segatron-compare-lm", "--data", data, "--workdir", runs, "--out", data / "dict.txt", "--overwrite",
+            expect=f"{data / 'dict.txt'}: --out is the same file as --data's dict.txt")
+    refused("segatron-compare-mlm", "--data", data, "--workdir", runs, "--out", results,
+            expect=f"{results}: --out exists")
+    assert results.read_text() == "[]\n" and (data / "dict.txt").read_text() == "" and not runs.exists()
 
 
 def test_compare_mlm_checks_the_same(tmp_path):

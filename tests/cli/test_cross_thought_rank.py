@@ -40,8 +40,9 @@ def test_an_existing_file_that_is_not_its_cache_is_never_replaced(rank_args, cro
                                                   "--output", output)
     first = cache.read_bytes()
     assert "reusing 3 candidate embeddings" in run_cli("cross-thought-rank", *rank_args, "--embeddings", cache,
-                                                       "--output", output)
-    out = run_cli("cross-thought-rank", *rank_args, "--embeddings", cache, "--output", output, "--max-length", 3)
+                                                       "--output", output, "--overwrite")
+    out = run_cli("cross-thought-rank", *rank_args, "--embeddings", cache, "--output", output, "--max-length", 3,
+                  "--overwrite")
     assert "changed: max_length" in out and cache.read_bytes() != first
 
 
@@ -50,10 +51,16 @@ def test_an_output_it_cannot_write_is_refused_before_the_work(rank_args, tmp_pat
     (tmp_path / "out").mkdir()
     refused([*rank_args, "--embeddings", cache, "--output", tmp_path / "out"],
             expect=f"cross-thought-rank: error: {tmp_path / 'out'}: --output is a directory")
-    refused([*rank_args, "--embeddings", cache, "--output", tmp_path / "missing" / "ranked.jsonl"],
-            expect=f"--output is in {tmp_path / 'missing'}, which is not a directory")
+    (tmp_path / "notes.txt").write_text("my notes\n")
+    refused([*rank_args, "--embeddings", cache, "--output", tmp_path / "notes.txt" / "ranked.jsonl"],
+            expect=f"--output is inside {tmp_path / 'notes.txt'}, which is not a directory")
+    refused([*rank_args, "--embeddings", cache, "--output", tmp_path / "notes.txt"],
+            expect=f"{tmp_path / 'notes.txt'}: --output exists; pass --overwrite to replace it")
     questions = (tmp_path / "questions.txt").read_text()
-    refused([*rank_args, "--embeddings", cache, "--output", tmp_path / "questions.txt"],
-            expect="--output is also an input of this run")
+    refused([*rank_args, "--embeddings", cache, "--output", tmp_path / "questions.txt", "--overwrite"],
+            expect="--output is the same file as --questions")
+    refused([*rank_args, "--embeddings", tmp_path / "questions.txt", "--output", tmp_path / "ranked.jsonl"],
+            expect="--embeddings is the same file as --questions")
     assert (tmp_path / "questions.txt").read_text() == questions
-    assert not cache.exists() and not (tmp_path / "missing").exists()
+    assert (tmp_path / "notes.txt").read_text() == "my notes\n"
+    assert not cache.exists() and not (tmp_path / "ranked.jsonl").exists()

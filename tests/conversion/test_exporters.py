@@ -90,7 +90,7 @@ def test_export_refuses_what_it_cannot_write(tmp_path):
     corpus = _corpus(tmp_path, tmp_path / "model", SEGABERT / "vocab.txt")
     out = run_cli("segatron-export", "hf", "--checkpoint", tmp_path / "model" / "checkpoint.pt", "--data", corpus,
                   "--out", tmp_path / "taken", expect_ok=False)
-    assert "taken exists; choose a new directory" in out
+    assert "taken: --out exists; choose a new directory" in out
 
 
 def _cross_thought_checkpoint(tmp_path, native):

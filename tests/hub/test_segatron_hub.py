@@ -101,8 +101,9 @@ def test_loss_by_boundary_groups_every_token_once(trained):
     out = run_cli("segatron-loss-by-boundary", checkpoint, "--data", trained / "bin", "--split", "valid",
                   "--tgt-len", 16)
     tokens, sentence_starts, paragraph_starts = read_stream(str(trained / "bin" / "valid"))
-    header, _, counts = out.splitlines()[:3]
-    row = out.splitlines()[-1]  # after the log of the checkpoint's loading
+    lines = out.splitlines()  # the table follows the log of the checkpoints' loading
+    table = next(number for number, line in enumerate(lines) if line.startswith("valid: "))
+    header, _, counts, row = lines[table:table + 4]
     assert header == f"valid: {len(tokens):,} tokens; ppl by group (tokens)"
     last, first, other, total = (int(c.replace(",", "")) for c in counts.split())
     assert last + first + other == total == len(tokens) and min(last, first, other) > 0

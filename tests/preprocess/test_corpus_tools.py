@@ -74,3 +74,35 @@ def test_split_wikitext_refuses_mistakes_and_writes_nothing(tmp_path):
     assert sorted(p.name for p in out_dir.iterdir()) == ["wiki.valid.tokens"]
     run_cli("segatron-split-wikitext", wiki, out_dir, "--valid-articles", 1, "--test-articles", 1, "--overwrite")
     assert (out_dir / "wiki.valid.tokens").read_text().startswith(" \n = Lobster 4 = ")
+
+
+def test_split_wikitext_never_overwrites_its_input(tmp_path):
+    write_wikitext(tmp_path / "wiki.train.tokens", make_documents(6, seed=72))
+    before = (tmp_path / "wiki.train.tokens").read_bytes()
+    out = run_cli("segatron-split-wikitext", tmp_path / "wiki.train.tokens", tmp_path, "--overwrite",
+                  "--valid-articles", 1, "--test-articles", 1, expect_ok=False)
+    assert f"error: {tmp_path / 'wiki.train.tokens'}: the input is one of the outputs" in out, out
+    assert (tmp_path / "wiki.train.tokens").read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["wiki.train.tokens"]
+
+
+def test_split_wikitext_replaces_all_three_files_or_none(tmp_path, monkeypatch):
+    import os
+
+    write_wikitext(tmp_path / "wiki.tokens", make_documents(6, seed=72))
+    out_dir = tmp_path / "split"
+    run_cli("segatron-split-wikitext", tmp_path / "wiki.tokens", out_dir, "--valid-articles", 1, "--test-articles", 1)
+    old = {p.name: p.read_bytes() for p in out_dir.iterdir()}
+    replace = os.replace
+
+    def test_split_unwritable(source, target):  # as wiki.test.tokens with chattr +i
+        if str(target).endswith("wiki.test.tokens") and str(source).endswith(".tmp"):
+            raise PermissionError(1, "Operation not permitted", str(target))
+        replace(source, target)
+
+    monkeypatch.setattr(os, "replace", test_split_unwritable)
+    out = run_cli("segatron-split-wikitext", tmp_path / "wiki.tokens", out_dir, "--valid-articles", 2,
+                  "--test-articles", 2, "--overwrite", expect_ok=False)
+    assert f"segatron-split-wikitext: error: {out_dir / 'wiki.test.tokens'}: Operation not permitted" in out, out
+    assert "Traceback" not in out
+    assert {p.name: p.read_bytes() for p in out_dir.iterdir()} == old  # train and valid were put back

@@ -203,7 +203,7 @@ def rank_files(pretrained, tmp_path_factory):
             f.write(json.dumps(q) + "\n")
     args = ["--path", pretrained / "ckpt" / "checkpoint_last.pt", "--data", pretrained / "bin", "--passages",
             tmp / "passages.jsonl", "--questions", tmp / "questions.jsonl", "--embeddings", tmp / "cache.pt",
-            "--output", tmp / "ranked.jsonl", "--top-k", 10, "--recall-k", "1,2", "--cpu"]
+            "--output", tmp / "ranked.jsonl", "--overwrite", "--top-k", 10, "--recall-k", "1,2", "--cpu"]
     return tmp, passages, questions, args
 
 

@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 import pytest
-from conftest import BIN, binarized_wikitext, fairseq_train, run_cli
+from conftest import BIN, binarized_wikitext, fairseq_train, run_cli, run_cli_refused
 from corpus import make_documents, write_jsonl, write_lines, write_wikitext
 
 
@@ -300,6 +300,52 @@ def test_readers_refuse_a_split_whose_commit_did_not_finish(dest):
     metadata_path.write_text(json.dumps(metadata))
     with pytest.raises(ValueError, match=r"train\.sentence\.bin has .* its manifest"):
         SegmentIndexedDataset(str(dest / "train"))
+
+
+@pytest.mark.parametrize("failing, call", [("valid.bin", 1), ("test.idx", 1), ("segatron_preprocess.json", 2)])
+def test_a_commit_that_fails_is_undone(corpus, dest, monkeypatch, failing, call):
+    """A rename that fails while the commit moves an old file aside (valid.bin), moves a new file in
+    (test.idx, the last) or writes the final manifest: every move is undone, the destination is as it was."""
+    before = snapshot(dest)
+    replace, calls = os.replace, []
+
+    def failing_replace(src, dst):
+        if str(dest / failing) in (str(src), str(dst)):
+            calls.append(dst)
+            if len(calls) == call:
+                raise PermissionError(1, "Operation not permitted")
+        return replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", failing_replace)
+    refusal = run_cli_refused("segatron-preprocess", "--input-format", "wikitext", "--validpref",
+                              corpus / "valid.txt", "--testpref", corpus / "valid.txt", "--destdir", dest)
+    assert refusal.stderr.splitlines() == [
+        f"segatron-preprocess: error: {dest / failing}: cannot write it (Operation not permitted); {dest} left as "
+        f"it was"], refusal.output[-3000:]
+    assert snapshot(dest) == before
+    assert sorted(p.name for p in dest.iterdir() if p.name.startswith(".")) == []
+
+
+def test_a_commit_that_cannot_be_undone_keeps_the_previous_files(corpus, dest, monkeypatch):
+    previous_bin = (dest / "valid.bin").read_bytes()
+    replace = os.replace
+
+    def failing_replace(src, dst):
+        moving_in = str(dst) == str(dest / "valid.idx") and ".segatron-preprocess-" in str(src)
+        restoring = str(dst) == str(dest / "valid.bin") and ".segatron-previous-" in str(src)
+        if moving_in or restoring:
+            raise PermissionError(1, "Operation not permitted")
+        return replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", failing_replace)
+    refusal = run_cli_refused("segatron-preprocess", "--input-format", "wikitext", "--validpref",
+                              corpus / "valid.txt", "--destdir", dest)
+    line, = refusal.stderr.splitlines()
+    previous, = dest.glob(".segatron-previous-*")
+    assert line == (f"segatron-preprocess: error: {dest / 'valid.idx'}: cannot write it (Operation not permitted); "
+                    f"undoing the commit failed too at {dest / 'valid.bin'} (Operation not permitted): the "
+                    f"destination's previous files are in {previous}")
+    assert previous_bin in [p.read_bytes() for p in previous.iterdir()]
 
 
 def test_readers_refuse_token_ids_outside_the_dictionary(dest):

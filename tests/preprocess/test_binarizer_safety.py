@@ -348,6 +348,47 @@ def test_a_commit_that_cannot_be_undone_keeps_the_previous_files(corpus, dest, m
     assert previous_bin in [p.read_bytes() for p in previous.iterdir()]
 
 
+def test_destinations_that_cannot_be_used(corpus, tmp_path):
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    (tmp_path / "file.txt").write_text("a file\n")
+    for destdir, problem in ((tmp_path / "loop", "--destdir cannot be used (Too many levels of symbolic links)"),
+                             (tmp_path / "dangling", "--destdir is a symbolic link to a path that does not exist"),
+                             (tmp_path / "file.txt" / "bin", "--destdir cannot be used (Not a directory)"),
+                             (tmp_path / "file.txt", "--destdir is a file, not a directory")):
+        refusal = run_cli_refused("segatron-preprocess", "--input-format", "wikitext", "--validpref",
+                                  corpus / "valid.txt", "--destdir", destdir)
+        assert refusal.stderr.splitlines() == [f"segatron-preprocess: error: {destdir}: {problem}"], refusal.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dangling", "file.txt", "loop"]
+
+
+@pytest.mark.parametrize("unwritable", ["destdir", "lock file"])
+def test_a_destination_this_user_cannot_write(corpus, dest, tmp_path, monkeypatch, unwritable):
+    """(The tests run as root, whom permissions do not stop: os.mkdir / os.open fail as for another user.)"""
+    from segatron_preprocess.staging import LOCK_FILE
+
+    mkdir, open_ = os.mkdir, os.open
+    new = tmp_path / "new"
+    denied = new if unwritable == "destdir" else dest / LOCK_FILE
+
+    def deny(function):
+        def denying(path, *args, **kwargs):
+            if str(path) == str(denied):
+                raise PermissionError(13, "Permission denied", str(path))
+            return function(path, *args, **kwargs)
+        return denying
+
+    monkeypatch.setattr(os, "mkdir", deny(mkdir))
+    monkeypatch.setattr(os, "open", deny(open_))
+    before = snapshot(dest)
+    refusal = run_cli_refused("segatron-preprocess", "--input-format", "wikitext", "--validpref",
+                              corpus / "valid.txt", "--destdir", new if unwritable == "destdir" else dest)
+    assert refusal.stderr.splitlines() == [
+        f"segatron-preprocess: error: {denied}: cannot create it (Permission denied); --destdir must be a directory "
+        f"this user can write"], refusal.output
+    assert not new.exists() and snapshot(dest) == before
+
+
 def test_readers_refuse_token_ids_outside_the_dictionary(dest):
     """A .bin of the right size written with a larger dictionary passes the manifest; its ids do not."""
     from fairseq.data import Dictionary

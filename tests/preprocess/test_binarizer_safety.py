@@ -486,6 +486,23 @@ def test_a_signal_during_the_commit_waits_for_it():
     assert finished == ["commit", "after"]
 
 
+@pytest.mark.parametrize("where", ["cli.get_parser", "pipeline.check_run"])
+def test_ctrl_c_before_the_run_handles_signals(corpus, tmp_path, monkeypatch, where):
+    """SIGINT (KeyboardInterrupt) while the parser's modules are imported or the inputs are checked."""
+    import importlib
+
+    def interrupted(*args):
+        raise KeyboardInterrupt
+
+    module, name = where.split(".")
+    monkeypatch.setattr(importlib.import_module(f"segatron_preprocess.{module}"), name, interrupted)
+    refusal = run_cli_refused("segatron-preprocess", "--input-format", "wikitext", "--trainpref",
+                              corpus / "train.txt", "--destdir", tmp_path / "bin")
+    assert refusal.code == 130
+    assert refusal.stderr.splitlines() == ["segatron-preprocess: stopped by SIGINT"], refusal.output
+    assert not (tmp_path / "bin").exists()
+
+
 class _SwallowsSignals:
     """Like the regex module's object that once swallowed a SIGTERM: the signal arrives while its ``__del__`` runs,
     and Python ignores (prints) whatever a ``__del__`` raises."""

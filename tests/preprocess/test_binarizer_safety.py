@@ -389,6 +389,25 @@ def test_a_destination_this_user_cannot_write(corpus, dest, tmp_path, monkeypatc
     assert not new.exists() and snapshot(dest) == before
 
 
+def test_inspect_names_a_destination_it_cannot_read(dest, tmp_path):
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    (tmp_path / "notes.txt").write_text("some notes\n")
+    latin1 = tmp_path / "latin1"
+    shutil.copytree(dest, latin1)
+    (latin1 / "dict.txt").write_bytes((dest / "dict.txt").read_bytes() + "caf\xe9 1\n".encode("latin-1"))
+    lines = (dest / "dict.txt").read_bytes().count(b"\n") + 1
+    for destdir, problem in ((tmp_path / "nope", "no such directory"),
+                             (tmp_path / "notes.txt", "a file, not a segatron-preprocess output directory"),
+                             (tmp_path / "loop", "Too many levels of symbolic links"),
+                             (tmp_path / "notes.txt" / "bin", "Not a directory")):
+        refusal = run_cli_refused("segatron-inspect", destdir, "train", 0)
+        assert refusal.stderr.splitlines() == [f"segatron-inspect: error: {destdir}: {problem}"], refusal.output
+    refusal = run_cli_refused("segatron-inspect", latin1, "train", 0)
+    assert refusal.stderr.splitlines() == [
+        f"segatron-inspect: error: {latin1 / 'dict.txt'}: line {lines} is not valid UTF-8 (invalid continuation "
+        f"byte)"], refusal.output
+
+
 def test_readers_refuse_token_ids_outside_the_dictionary(dest):
     """A .bin of the right size written with a larger dictionary passes the manifest; its ids do not."""
     from fairseq.data import Dictionary

@@ -144,7 +144,7 @@ def test_inputs_and_dictionaries_that_are_not_files(corpus, dest, tmp_path):
             expect="the dictionary is a directory")
     (tmp_path / "latin1.txt").write_bytes(b"caf\xe9 5\n")
     refused("--validpref", corpus / "valid.txt", "--srcdict", tmp_path / "latin1.txt", "--destdir", dest,
-            expect="latin1.txt: not a fairseq dictionary")
+            expect="latin1.txt: line 1 is not valid UTF-8 (invalid continuation byte)")
     assert snapshot(dest) == before
 
 

@@ -7,13 +7,14 @@ read, so ``--help`` and argument errors answer at once.
 """
 import argparse
 import logging
+import signal
 import sys
-
-from .corpus_format import STREAM_STYLES
-from .readers import INPUT_FORMATS
 
 
 def get_parser() -> argparse.ArgumentParser:
+    from .corpus_format import STREAM_STYLES
+    from .readers import INPUT_FORMATS
+
     p = argparse.ArgumentParser(prog="segatron-preprocess", description=__doc__.splitlines()[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--trainpref", help="training text file")
@@ -61,6 +62,14 @@ def get_parser() -> argparse.ArgumentParser:
 
 
 def cli_main(argv=None) -> None:
+    try:
+        _main(argv)
+    except KeyboardInterrupt:  # SIGINT before the run's own handler (imports, checks) or after it
+        print("segatron-preprocess: stopped by SIGINT", file=sys.stderr)
+        raise SystemExit(128 + signal.SIGINT) from None
+
+
+def _main(argv) -> None:
     logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s",
                         level=logging.INFO, stream=sys.stdout)
     parser = get_parser()
@@ -82,7 +91,6 @@ def cli_main(argv=None) -> None:
         print(f"segatron-preprocess: stopped by {stop}: workers ended, temporary files removed, {args.destdir} "
               f"left as it was", file=sys.stderr)
         raise SystemExit(128 + stop.signum) from None
-
 
 if __name__ == "__main__":
     cli_main()

@@ -42,10 +42,15 @@ def load_dictionary(path: str):
     if os.path.isdir(path):
         raise PreprocessError(f"{path}: the dictionary is a directory, not a file")
     try:
+        check_utf8(path)
         return Dictionary.load(path)
     except FileNotFoundError:
         raise PreprocessError(f"{path}: dictionary file not found") from None
-    except Exception as err:  # fairseq raises a bare Exception for bad encodings
+    except OSError as err:
+        raise PreprocessError(f"{path}: cannot read the dictionary ({err.strerror})") from None
+    except PreprocessError:
+        raise
+    except Exception as err:  # fairseq raises a bare Exception for a malformed line
         raise PreprocessError(f"{path}: not a fairseq dictionary ({err})") from None
 
 

@@ -2,8 +2,10 @@
 import argparse
 import os
 import sys
+from typing import NoReturn
 
 from .corpus_format import DICT_FILE
+from .errors import PreprocessError
 
 
 def format_item(dataset, dictionary, item: int) -> str:
@@ -18,28 +20,44 @@ def format_item(dataset, dictionary, item: int) -> str:
     return "\n".join(lines)
 
 
+def _fail(message: str) -> NoReturn:
+    print(f"segatron-inspect: error: {message}", file=sys.stderr)
+    raise SystemExit(1)
+
+
+def _check_destdir(destdir: str) -> None:
+    """``destdir`` is a directory; ``PreprocessError`` names what it is otherwise."""
+    try:
+        os.stat(destdir)
+    except FileNotFoundError:
+        raise PreprocessError(f"{destdir}: no such directory") from None
+    except OSError as err:  # a symbolic link loop, a file on the way
+        raise PreprocessError(f"{destdir}: {err.strerror}") from None
+    if not os.path.isdir(destdir):
+        raise PreprocessError(f"{destdir}: a file, not a segatron-preprocess output directory")
+
+
 def cli_main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="segatron-inspect", description=__doc__.splitlines()[0])
     parser.add_argument("destdir", help="a segatron-preprocess output directory")
     parser.add_argument("split", help="split name, e.g. train, valid, test")
     parser.add_argument("item", type=int, help="item number (0-based; negative counts from the end)")
     args = parser.parse_args(argv)
-    from fairseq.data import Dictionary
-
+    from .inputs import load_dictionary
     from .split_reader import SplitReader
 
     prefix = os.path.join(args.destdir, args.split)
     try:
-        dictionary = Dictionary.load(os.path.join(args.destdir, DICT_FILE))
+        _check_destdir(args.destdir)
+        dictionary = load_dictionary(os.path.join(args.destdir, DICT_FILE))
         dataset = SplitReader(prefix, len(dictionary))
-    except (FileNotFoundError, ValueError) as err:
-        print(f"segatron-inspect: error: {err}", file=sys.stderr)
-        raise SystemExit(1) from None
+    except (PreprocessError, ValueError) as err:
+        _fail(str(err))
+    except OSError as err:  # SplitReader's "split ... is incomplete", or a file that cannot be read
+        _fail(f"{err.filename}: {err.strerror}" if err.filename else str(err))
     item = args.item + len(dataset) if args.item < 0 else args.item
     if not 0 <= item < len(dataset):
-        print(f"segatron-inspect: error: item {args.item} out of range ({len(dataset)} items in {prefix})",
-              file=sys.stderr)
-        raise SystemExit(1)
+        _fail(f"item {args.item} out of range ({len(dataset)} items in {prefix})")
     print(format_item(dataset, dictionary, item))
 
 

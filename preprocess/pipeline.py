@@ -91,9 +91,22 @@ def check_run(args) -> Tuple[List[Tuple[str, str]], Optional[object]]:
     for split, path in splits:
         check_text_file(path, split, args.input_format)
     srcdict = load_dictionary(args.srcdict) if args.srcdict else None
-    if os.path.exists(args.destdir) and not os.path.isdir(args.destdir):
-        raise PreprocessError(f"{args.destdir}: --destdir is a file, not a directory")
+    _check_destdir(args.destdir)
     return splits, srcdict
+
+
+def _check_destdir(destdir: str) -> None:
+    """``destdir`` is a directory, or nothing yet (the run creates it)."""
+    try:
+        os.stat(destdir)
+    except FileNotFoundError:
+        if os.path.lexists(destdir):
+            raise PreprocessError(f"{destdir}: --destdir is a symbolic link to a path that does not exist") from None
+        return
+    except OSError as err:  # a symbolic link loop, a file on the way
+        raise PreprocessError(f"{destdir}: --destdir cannot be used ({err.strerror})") from None
+    if not os.path.isdir(destdir):
+        raise PreprocessError(f"{destdir}: --destdir is a file, not a directory")
 
 
 def run(args) -> None:

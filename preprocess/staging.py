@@ -145,15 +145,21 @@ def locked_destination(destdir: str) -> Iterator[None]:
     path = os.path.join(destdir, LOCK_FILE)
     created = False
     while True:
-        if not os.path.isdir(destdir):
-            os.makedirs(os.path.dirname(os.path.abspath(destdir)), exist_ok=True)
-            with contextlib.suppress(FileExistsError):
-                os.mkdir(destdir)
-                created = True
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        except FileNotFoundError:  # the run that held it removed the directory meanwhile
-            continue
+            if not os.path.isdir(destdir):
+                os.makedirs(os.path.dirname(os.path.abspath(destdir)), exist_ok=True)
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(destdir)
+                    created = True
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            except FileNotFoundError:  # the run that held it removed the directory meanwhile
+                continue
+        except OSError as err:
+            if created:
+                os.rmdir(destdir)
+            raise PreprocessError(f"{err.filename}: cannot create it ({err.strerror}); --destdir must be a "
+                                  f"directory this user can write") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

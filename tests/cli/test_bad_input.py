@@ -47,6 +47,13 @@ CASES = {
     "inspect-not-a-corpus": Case("segatron-inspect", "{folder} train 0", "folder"),
     "inspect-item-out-of-range": Case("segatron-inspect", "{xl_data} valid 1000000", "1000000",
                                       ("segatron_xl_trained",)),
+    # (commit-safety) destinations that are files or lie under one
+    "preprocess-destdir-under-a-file": Case("segatron-preprocess", "--trainpref {notes} --destdir {notes}/bin",
+                                            "notes.txt/bin: --destdir cannot be used (Not a directory)"),
+    "inspect-destdir-file": Case("segatron-inspect", "{notes} train 0", "notes.txt: a file, not a"),
+    "inspect-destdir-under-a-file": Case("segatron-inspect", "{notes}/bin train 0",
+                                         "notes.txt/bin: Not a directory"),
+    "inspect-missing-destdir": Case("segatron-inspect", "{missing}/bin train 0", "missing.txt/bin: no such directory"),
     "split-missing": Case("segatron-split-wikitext", "{missing} {out}", "missing.txt"),
     "split-folder": Case("segatron-split-wikitext", "{folder} {out}", "folder"),
     "split-latin1": Case("segatron-split-wikitext", "{latin1} {out}", "latin1.txt"),

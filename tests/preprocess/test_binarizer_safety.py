@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 import pytest
-from conftest import BIN, binarized_wikitext, fairseq_train, run_cli
+from conftest import BIN, binarized_wikitext, fairseq_train, run_cli, run_cli_refused
 from corpus import make_documents, write_jsonl, write_lines, write_wikitext
 
 
@@ -144,7 +144,7 @@ def test_inputs_and_dictionaries_that_are_not_files(corpus, dest, tmp_path):
             expect="the dictionary is a directory")
     (tmp_path / "latin1.txt").write_bytes(b"caf\xe9 5\n")
     refused("--validpref", corpus / "valid.txt", "--srcdict", tmp_path / "latin1.txt", "--destdir", dest,
-            expect="latin1.txt: not a fairseq dictionary")
+            expect="latin1.txt: line 1 is not valid UTF-8 (invalid continuation byte)")
     assert snapshot(dest) == before
 
 
@@ -302,6 +302,112 @@ def test_readers_refuse_a_split_whose_commit_did_not_finish(dest):
         SegmentIndexedDataset(str(dest / "train"))
 
 
+@pytest.mark.parametrize("failing, call", [("valid.bin", 1), ("test.idx", 1), ("segatron_preprocess.json", 2)])
+def test_a_commit_that_fails_is_undone(corpus, dest, monkeypatch, failing, call):
+    """A rename that fails while the commit moves an old file aside (valid.bin), moves a new file in
+    (test.idx, the last) or writes the final manifest: every move is undone, the destination is as it was."""
+    before = snapshot(dest)
+    replace, calls = os.replace, []
+
+    def failing_replace(src, dst):
+        if str(dest / failing) in (str(src), str(dst)):
+            calls.append(dst)
+            if len(calls) == call:
+                raise PermissionError(1, "Operation not permitted")
+        return replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", failing_replace)
+    refusal = run_cli_refused("segatron-preprocess", "--input-format", "wikitext", "--validpref",
+                              corpus / "valid.txt", "--testpref", corpus / "valid.txt", "--destdir", dest)
+    assert refusal.stderr.splitlines() == [
+        f"segatron-preprocess: error: {dest / failing}: cannot write it (Operation not permitted); {dest} left as "
+        f"it was"], refusal.output[-3000:]
+    assert snapshot(dest) == before
+    assert sorted(p.name for p in dest.iterdir() if p.name.startswith(".")) == []
+
+
+def test_a_commit_that_cannot_be_undone_keeps_the_previous_files(corpus, dest, monkeypatch):
+    previous_bin = (dest / "valid.bin").read_bytes()
+    replace = os.replace
+
+    def failing_replace(src, dst):
+        moving_in = str(dst) == str(dest / "valid.idx") and ".segatron-preprocess-" in str(src)
+        restoring = str(dst) == str(dest / "valid.bin") and ".segatron-previous-" in str(src)
+        if moving_in or restoring:
+            raise PermissionError(1, "Operation not permitted")
+        return replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", failing_replace)
+    refusal = run_cli_refused("segatron-preprocess", "--input-format", "wikitext", "--validpref",
+                              corpus / "valid.txt", "--destdir", dest)
+    line, = refusal.stderr.splitlines()
+    previous, = dest.glob(".segatron-previous-*")
+    assert line == (f"segatron-preprocess: error: {dest / 'valid.idx'}: cannot write it (Operation not permitted); "
+                    f"undoing the commit failed too at {dest / 'valid.bin'} (Operation not permitted): the "
+                    f"destination's previous files are in {previous}")
+    assert previous_bin in [p.read_bytes() for p in previous.iterdir()]
+
+
+def test_destinations_that_cannot_be_used(corpus, tmp_path):
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    (tmp_path / "file.txt").write_text("a file\n")
+    for destdir, problem in ((tmp_path / "loop", "--destdir cannot be used (Too many levels of symbolic links)"),
+                             (tmp_path / "dangling", "--destdir is a symbolic link to a path that does not exist"),
+                             (tmp_path / "file.txt" / "bin", "--destdir cannot be used (Not a directory)"),
+                             (tmp_path / "file.txt", "--destdir is a file, not a directory")):
+        refusal = run_cli_refused("segatron-preprocess", "--input-format", "wikitext", "--validpref",
+                                  corpus / "valid.txt", "--destdir", destdir)
+        assert refusal.stderr.splitlines() == [f"segatron-preprocess: error: {destdir}: {problem}"], refusal.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dangling", "file.txt", "loop"]
+
+
+@pytest.mark.parametrize("unwritable", ["destdir", "lock file"])
+def test_a_destination_this_user_cannot_write(corpus, dest, tmp_path, monkeypatch, unwritable):
+    """(The tests run as root, whom permissions do not stop: os.mkdir / os.open fail as for another user.)"""
+    from segatron_preprocess.staging import LOCK_FILE
+
+    mkdir, open_ = os.mkdir, os.open
+    new = tmp_path / "new"
+    denied = new if unwritable == "destdir" else dest / LOCK_FILE
+
+    def deny(function):
+        def denying(path, *args, **kwargs):
+            if str(path) == str(denied):
+                raise PermissionError(13, "Permission denied", str(path))
+            return function(path, *args, **kwargs)
+        return denying
+
+    monkeypatch.setattr(os, "mkdir", deny(mkdir))
+    monkeypatch.setattr(os, "open", deny(open_))
+    before = snapshot(dest)
+    refusal = run_cli_refused("segatron-preprocess", "--input-format", "wikitext", "--validpref",
+                              corpus / "valid.txt", "--destdir", new if unwritable == "destdir" else dest)
+    assert refusal.stderr.splitlines() == [
+        f"segatron-preprocess: error: {denied}: cannot create it (Permission denied); --destdir must be a directory "
+        f"this user can write"], refusal.output
+    assert not new.exists() and snapshot(dest) == before
+
+
+def test_inspect_names_a_destination_it_cannot_read(dest, tmp_path):
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    (tmp_path / "notes.txt").write_text("some notes\n")
+    latin1 = tmp_path / "latin1"
+    shutil.copytree(dest, latin1)
+    (latin1 / "dict.txt").write_bytes((dest / "dict.txt").read_bytes() + "caf\xe9 1\n".encode("latin-1"))
+    lines = (dest / "dict.txt").read_bytes().count(b"\n") + 1
+    for destdir, problem in ((tmp_path / "nope", "no such directory"),
+                             (tmp_path / "notes.txt", "a file, not a segatron-preprocess output directory"),
+                             (tmp_path / "loop", "Too many levels of symbolic links"),
+                             (tmp_path / "notes.txt" / "bin", "Not a directory")):
+        refusal = run_cli_refused("segatron-inspect", destdir, "train", 0)
+        assert refusal.stderr.splitlines() == [f"segatron-inspect: error: {destdir}: {problem}"], refusal.output
+    refusal = run_cli_refused("segatron-inspect", latin1, "train", 0)
+    assert refusal.stderr.splitlines() == [
+        f"segatron-inspect: error: {latin1 / 'dict.txt'}: line {lines} is not valid UTF-8 (invalid continuation "
+        f"byte)"], refusal.output
+
+
 def test_readers_refuse_token_ids_outside_the_dictionary(dest):
     """A .bin of the right size written with a larger dictionary passes the manifest; its ids do not."""
     from fairseq.data import Dictionary
@@ -397,6 +503,23 @@ def test_a_signal_during_the_commit_waits_for_it():
         with pytest.raises(Interrupted):
             check_interrupted()
     assert finished == ["commit", "after"]
+
+
+@pytest.mark.parametrize("where", ["cli.get_parser", "pipeline.check_run"])
+def test_ctrl_c_before_the_run_handles_signals(corpus, tmp_path, monkeypatch, where):
+    """SIGINT (KeyboardInterrupt) while the parser's modules are imported or the inputs are checked."""
+    import importlib
+
+    def interrupted(*args):
+        raise KeyboardInterrupt
+
+    module, name = where.split(".")
+    monkeypatch.setattr(importlib.import_module(f"segatron_preprocess.{module}"), name, interrupted)
+    refusal = run_cli_refused("segatron-preprocess", "--input-format", "wikitext", "--trainpref",
+                              corpus / "train.txt", "--destdir", tmp_path / "bin")
+    assert refusal.code == 130
+    assert refusal.stderr.splitlines() == ["segatron-preprocess: stopped by SIGINT"], refusal.output
+    assert not (tmp_path / "bin").exists()
 
 
 class _SwallowsSignals:

@@ -227,6 +227,19 @@ def test_the_payload_runs_when_the_file_is_trusted(tmp_path, monkeypatch):
     assert (tmp_path / "MARKER").is_dir()
 
 
+@pytest.mark.parametrize("value", ["", "0", "yes", "true", "2"])
+def test_a_switch_value_other_than_1_trusts_nothing_and_says_so(value, tmp_path, monkeypatch):
+    from fairseq.checkpoint_utils import UntrustedCheckpointError, load_checkpoint_file
+
+    evil = _plant({"model": {}}, tmp_path / "evil.pt", tmp_path / "MARKER")
+    monkeypatch.setenv(TRUST, value)
+    with pytest.raises(UntrustedCheckpointError) as refused:
+        load_checkpoint_file(str(evil))
+    assert not (tmp_path / "MARKER").exists()
+    note = f" ({TRUST}={value} was not recognised: only 1 trusts)"
+    assert str(refused.value).endswith(f"load it with {TRUST}=1" + (note if value not in ("", "0") else ""))
+
+
 def test_huggingface_directory_import_prefers_model_safetensors(tmp_path):
     """With both weight files present the importers read model.safetensors and never unpickle pytorch_model.bin."""
     from safetensors.torch import save_file
@@ -311,6 +324,8 @@ def _unreadable(tmp_path, kind):
         path.write_text("some notes\n")
     elif kind == "pickle":
         path.write_bytes(pickle.dumps({"model": {}}))
+    elif kind == "loop":
+        path.symlink_to(path)
     elif kind == "truncated":
         torch.save({"model": {"w": torch.ones(100)}}, path)
         path.write_bytes(path.read_bytes()[:300])
@@ -320,7 +335,8 @@ def _unreadable(tmp_path, kind):
 UNREADABLE = {"missing": "checkpoint not found", "directory": "a directory, not a checkpoint file",
               "empty": "empty file, not a checkpoint", "text": "not a checkpoint (not written by torch.save",
               "pickle": "not a checkpoint (not written by torch.save",
-              "truncated": "not a checkpoint (not written by torch.save, or truncated)"}
+              "truncated": "not a checkpoint (not written by torch.save, or truncated)",
+              "loop": "cannot be read (Too many levels of symbolic links)"}
 
 
 @pytest.mark.parametrize("kind", UNREADABLE)
@@ -344,7 +360,8 @@ def _import_cross_thought(request, path):
             "--out", path.parent / "imported"]
 
 
-@pytest.mark.parametrize("command,kind", [(_eval_lm, "truncated"), (_eval_lm, "text"),
+@pytest.mark.parametrize("command,kind", [(_eval_lm, "truncated"), (_eval_lm, "text"), (_eval_lm, "missing"),
+                                          (_eval_lm, "loop"),
                                           (_import_cross_thought, "empty"), (_import_cross_thought, "directory")],
                          ids=lambda value: getattr(value, "__name__", value))
 def test_a_console_script_ends_with_one_line_on_an_unreadable_checkpoint(command, kind, request, tmp_path):

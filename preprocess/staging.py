@@ -94,10 +94,13 @@ def uninterrupted() -> Iterator[None]:
 
 def worker_process_setup() -> None:
     """In a pool worker: die with the parent, leave SIGINT to the parent, and
-    let SIGTERM (the pool's terminate) end the process at once."""
-    _received.clear()  # the parent's, copied by fork
+    let SIGTERM (the pool's terminate) end the process at once. A SIGTERM
+    that came before this setup, while the parent's handler (copied by fork)
+    only noted it, ends the process here: the pool sent it once and waits."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if _received:  # noted since the fork (or by the parent just before it, which stops too)
+        os._exit(128 + _received[0])
     try:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     except (OSError, AttributeError):  # not Linux: workers may outlive a killed parent

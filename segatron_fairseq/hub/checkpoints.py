@@ -50,24 +50,26 @@ class LoadedCheckpoint:
     corpus: str
 
 
+def _saved_name(state: dict, group: str, legacy_option: str) -> Optional[str]:
+    """The ``_name`` of the checkpoint's ``group`` configuration (``model``,
+    ``task``), or its legacy argparse ``legacy_option``."""
+    cfg = state.get("cfg") or {}
+    group_cfg = cfg.get(group) if hasattr(cfg, "get") else None
+    name = getattr(group_cfg, "_name", None) or (group_cfg.get("_name") if hasattr(group_cfg, "get") else None)
+    if name is None and state.get("args") is not None:
+        name = getattr(state["args"], legacy_option, None)
+    return name
+
+
 def checkpoint_model_name(state: dict) -> str:
     """The registered model name (not the architecture) a fairseq checkpoint was saved from."""
-    cfg = state.get("cfg") or {}
-    model_cfg = cfg.get("model") if hasattr(cfg, "get") else None
-    name = getattr(model_cfg, "_name", None) or (model_cfg.get("_name") if hasattr(model_cfg, "get") else None)
-    if name is None and state.get("args") is not None:
-        name = getattr(state["args"], "arch", None)
+    name = _saved_name(state, "model", "arch")
     return ARCH_MODEL_NAME_REGISTRY.get(name, name) or "unknown"
 
 
 def checkpoint_task_name(state: dict) -> str:
     """The registered task a fairseq checkpoint was trained with."""
-    cfg = state.get("cfg") or {}
-    task_cfg = cfg.get("task") if hasattr(cfg, "get") else None
-    name = getattr(task_cfg, "_name", None) or (task_cfg.get("_name") if hasattr(task_cfg, "get") else None)
-    if name is None and state.get("args") is not None:
-        name = getattr(state["args"], "task", None)
-    return name or "unknown"
+    return _saved_name(state, "task", "task") or "unknown"
 
 
 def check_checkpoint_file(path: str) -> None:

@@ -505,6 +505,28 @@ def test_a_signal_during_the_commit_waits_for_it():
     assert finished == ["commit", "after"]
 
 
+def _a_pool_worker_signalled_before_its_setup():
+    from segatron_preprocess.staging import worker_process_setup
+
+    os.kill(os.getpid(), signal.SIGTERM)  # the pool's terminate, while the parent's handler still only notes it
+    worker_process_setup()
+    time.sleep(60)  # a worker that missed it waits for tasks that never come: the pool's join hangs
+
+
+def test_a_pool_worker_signalled_before_its_setup_ends():
+    import multiprocessing
+
+    from segatron_preprocess.staging import interruptible
+
+    with interruptible():
+        worker = multiprocessing.get_context("fork").Process(target=_a_pool_worker_signalled_before_its_setup)
+        worker.start()
+        worker.join(20)
+    exitcode = worker.exitcode
+    worker.kill()
+    assert exitcode == 128 + signal.SIGTERM
+
+
 @pytest.mark.parametrize("where", ["cli.get_parser", "pipeline.check_run"])
 def test_ctrl_c_before_the_run_handles_signals(corpus, tmp_path, monkeypatch, where):
     """SIGINT (KeyboardInterrupt) while the parser's modules are imported or the inputs are checked."""

@@ -54,6 +54,16 @@ def load_dictionary(path: str):
         raise PreprocessError(f"{path}: not a fairseq dictionary ({err})") from None
 
 
+def read_utf8(path: str) -> str:
+    """The whole text of the small file ``path``; ``ValueError`` naming the
+    file when it is not UTF-8 (for the plugin's configs, vocabularies and texts)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path}: not valid UTF-8 ({err.reason} at byte {err.start})") from None
+
+
 def check_utf8(path: str) -> None:
     """The whole file decodes as UTF-8; the error names the first bad line."""
     decoder = codecs.getincrementaldecoder("utf-8")()

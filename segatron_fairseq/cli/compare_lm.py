@@ -25,6 +25,7 @@ import sys
 import time
 
 import torch
+from fairseq.checkpoint_utils import load_checkpoint_file
 
 from segatron_fairseq import PLUGIN_DIR
 from segatron_fairseq.cli.user_errors import check_output, exit_on_user_error, positive_int
@@ -143,8 +144,6 @@ def train_and_score(args, name):
         os.path.join(work, "train.log"))
     seconds = time.perf_counter() - start
     checkpoint = os.path.join(work, "checkpoint_last.pt")
-    from fairseq.checkpoint_utils import load_checkpoint_file
-
     state = load_checkpoint_file(checkpoint)
     params = sum(v.numel() for v in state["model"].values())
     result = {"variant": name, "params": params, "train_seconds": round(seconds, 1)}

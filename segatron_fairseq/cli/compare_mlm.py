@@ -23,6 +23,7 @@ import re
 import sys
 
 import torch
+from fairseq.checkpoint_utils import load_checkpoint_file
 
 from segatron_fairseq import PLUGIN_DIR
 from segatron_fairseq.cli.compare_lm import check_data, check_folders, check_numbers, fresh_folder, run, write_results
@@ -57,8 +58,6 @@ def checkpoint_at(work, updates, max_update) -> str:
     an epoch's end), so the last one is checkpoint_last.pt."""
     name = "checkpoint_last.pt" if updates == max_update else f"checkpoint_1_{updates}.pt"
     path = os.path.join(work, name)
-    from fairseq.checkpoint_utils import load_checkpoint_file
-
     saved = load_checkpoint_file(path)["optimizer_history"][-1]["num_updates"]
     if saved != updates:
         sys.exit(f"{path} holds the model after {saved} updates, not {updates}")
@@ -81,8 +80,6 @@ def train_and_score(args, name):
     work = os.path.join(args.workdir, name)
     fresh_folder(work)
     train(args, name, work)
-    from fairseq.checkpoint_utils import load_checkpoint_file
-
     state = load_checkpoint_file(os.path.join(work, "checkpoint_last.pt"))
     result = {"model": name, "params": sum(v.numel() for k, v in state["model"].items()), "ppl": {}}
     for updates in range(args.eval_every, args.max_update + 1, args.eval_every):

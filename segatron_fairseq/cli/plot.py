@@ -25,6 +25,7 @@ from typing import Dict, List, Tuple
 import numpy as np
 
 from segatron_fairseq.cli.user_errors import check_output, exit_on_user_error, positive_int
+from segatron_preprocess.inputs import read_utf8
 
 _TRAIN = re.compile(r"\| train_inner \| .*?ppl=([0-9.]+),.*?num_updates=(\d+)")
 _VALID = re.compile(r"\| valid \| .*?\| ppl ([0-9.]+) \|.*?\| num_updates (\d+)")
@@ -150,11 +151,7 @@ def read_text(path: str) -> str:
         raise IsADirectoryError(f"{path}: a directory, not a text file")
     if not os.path.isfile(path):
         raise FileNotFoundError(f"{path}: text file not found")
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except UnicodeDecodeError as err:
-        raise ValueError(f"{path}: not valid UTF-8 ({err.reason} at byte {err.start})") from None
+    text = read_utf8(path)
     if not text.strip():
         raise ValueError(f"{path}: no text")
     return text

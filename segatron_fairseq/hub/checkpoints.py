@@ -85,7 +85,6 @@ def read_checkpoint(path: str) -> Dict:
     ``load_checkpoint_to_cpu``, which loads no code and names the file when it
     cannot read it); a missing file is an ``OSError``, a file that is not a
     fairseq checkpoint a ``ValueError`` naming it."""
-    check_checkpoint_file(path)
     try:
         return checkpoint_utils.load_checkpoint_to_cpu(path)
     except KeyError as err:

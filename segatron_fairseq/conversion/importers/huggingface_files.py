@@ -6,6 +6,8 @@ from typing import Dict, Tuple
 from fairseq.checkpoint_utils import load_checkpoint_file
 from torch import Tensor
 
+from segatron_preprocess.inputs import read_utf8
+
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 
 
@@ -20,10 +22,7 @@ def find_file(directory: str, names: Tuple[str, ...], what: str) -> str:
 def read_json(path: str, required: Tuple[str, ...] = ()) -> Dict:
     """The JSON object in ``path``, which must have the keys ``required``."""
     try:
-        with open(path, encoding="utf-8") as f:
-            config = json.load(f)
-    except UnicodeDecodeError as err:
-        raise ValueError(f"{path}: not valid UTF-8 ({err.reason} at byte {err.start})") from None
+        config = json.loads(read_utf8(path))
     except json.JSONDecodeError as err:
         raise ValueError(f"{path}: not JSON ({err})") from None
     if not isinstance(config, dict):

@@ -16,6 +16,8 @@ from typing import List
 import torch
 from fairseq.data import Dictionary
 
+from segatron_preprocess.inputs import read_utf8
+
 
 @dataclass
 class MappedVocabulary:
@@ -27,11 +29,7 @@ class MappedVocabulary:
 
 def read_words(path: str) -> List[str]:
     """The first field of each line (Transformer-XL's vocab files; a count may follow)."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            words = [line.split()[0] for line in f if line.strip()]
-    except UnicodeDecodeError as err:
-        raise ValueError(f"{path}: not valid UTF-8 ({err.reason} at byte {err.start})") from None
+    words = [line.split()[0] for line in read_utf8(path).split("\n") if line.strip()]
     if len(set(words)) != len(words):
         raise ValueError(f"{path}: a word appears twice")
     return words

@@ -26,25 +26,31 @@ from torch import nn
 from segatron_fairseq.hub.checkpoints import DEFAULT_CHECKPOINT, load_pretrained
 from segatron_fairseq.hub.segabert import SegaBERTHubInterface
 from segatron_fairseq.models.architecture_defaults import TINY_ENCODER, register_architecture, set_defaults
+from segatron_fairseq.modules import FactorizedLMHead, FactorizedTransformerEncoder
 from segatron_fairseq.segments import TABLE_SIZES
 
 logger = logging.getLogger(__name__)
 
 
 class SegaBERTEncoder(RobertaEncoder):
+    """RoBERTa's encoder with the index (and token-type) tables added to the
+    token embedding. With ``--factorized-embed-dim E`` (ALBERT's factorized
+    embedding) every table is E wide and ``modules.factorized_embedding``
+    projects their sum to the layers' width."""
+
     def __init__(self, args, dictionary):
+        self.embedding_dim = safe_getattr(args, "factorized_embed_dim", None) or args.encoder_embed_dim
         super().__init__(args, dictionary)
         self.segment_positions = not args.no_segment_positions
         self.segment_embeddings = nn.ModuleDict()
         if self.segment_positions:
-            dim = args.encoder_embed_dim
             for name in TABLE_SIZES:
-                table = nn.Embedding(getattr(args, f"max_{name}_index"), dim)
+                table = nn.Embedding(getattr(args, f"max_{name}_index"), self.embedding_dim)
                 init_bert_params(table)
                 self.segment_embeddings[name] = table
         self.token_type_embeddings = None
         if args.num_token_types:
-            self.token_type_embeddings = nn.Embedding(args.num_token_types, args.encoder_embed_dim)
+            self.token_type_embeddings = nn.Embedding(args.num_token_types, self.embedding_dim)
             init_bert_params(self.token_type_embeddings)
         layer_norm_eps = safe_getattr(args, "layer_norm_eps", None)
         if layer_norm_eps is not None:  # fairseq's layers take the LayerNorm default, 1e-5
@@ -52,9 +58,23 @@ class SegaBERTEncoder(RobertaEncoder):
                 if isinstance(module, nn.LayerNorm):
                     module.eps = layer_norm_eps
 
+    def build_embedding(self, vocab_size, embedding_dim, padding_idx):
+        return super().build_embedding(vocab_size, self.embedding_dim, padding_idx)
+
+    def build_encoder(self, args, dictionary, embed_tokens):
+        encoder = FactorizedTransformerEncoder(args, dictionary, embed_tokens)
+        encoder.apply(init_bert_params)
+        return encoder
+
+    def build_lm_head(self, embed_dim, output_dim, activation_fn, weight):
+        if self.embedding_dim == embed_dim:
+            return super().build_lm_head(embed_dim, output_dim, activation_fn, weight)
+        return FactorizedLMHead(embed_dim, self.embedding_dim, output_dim, activation_fn, weight)
+
     def embed(self, src_tokens, paragraph_index=None, sentence_index=None, token_index=None, token_type=None):
-        """(B, T) ids and indexes -> (B, T, d) sum of token, index and token-type
-        embeddings (before fairseq's embedding LayerNorm and dropout)."""
+        """(B, T) ids and indexes -> (B, T, E) sum of token, index and token-type
+        embeddings (before fairseq's embedding LayerNorm and dropout; E is the
+        hidden size unless the embedding is factorized)."""
         embedding = self.sentence_encoder.embed_tokens(src_tokens)
         if self.token_type_embeddings is not None:
             if token_type is None:
@@ -104,6 +124,9 @@ class SegaBERTModel(RobertaModel):
                             help="BERT: learned absolute positions instead of the index tables")
         parser.add_argument("--num-token-types", type=int,
                             help="token-type (segment A / B) embeddings; 0: none (2 in the base and large sizes)")
+        parser.add_argument("--factorized-embed-dim", type=int,
+                            help="ALBERT's factorized embedding: tables of this width, projected to "
+                                 "--encoder-embed-dim (default: no factorization)")
         parser.add_argument("--layer-norm-eps", type=float,
                             help="epsilon of every LayerNorm (default 1e-5; BERT checkpoints use 1e-12)")
 

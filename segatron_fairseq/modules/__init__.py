@@ -1,5 +1,6 @@
 from .biased_adaptive_softmax import BiasedAdaptiveSoftmax
 from .cross_sequence_layer import CrossSequenceLayer
+from .factorized_embedding import FactorizedLMHead, FactorizedTransformerEncoder
 from .segatron_xl_layer import SegatronXLLayer
 from .segment_distances import (
     ORIGINS,
@@ -14,6 +15,8 @@ from .segment_relative_attention import SegmentRelativeMultiheadAttention, rel_s
 __all__ = [
     "BiasedAdaptiveSoftmax",
     "CrossSequenceLayer",
+    "FactorizedLMHead",
+    "FactorizedTransformerEncoder",
     "ORIGINS",
     "SegmentDistances",
     "SegmentRelativeMultiheadAttention",

@@ -215,3 +215,51 @@ def test_distributed_two_processes_on_cpu(data, tmp_path, launcher):
                         command=command, separate_process=True)
     assert "as rank 1" in out and re.search(r"num_updates[ =]5\b", out)
     assert (tmp_path / "ckpt" / "checkpoint_last.pt").exists()
+
+
+def test_factorized_embedding_projects_the_tables_to_the_hidden_size(data):
+    """--factorized-embed-dim E: word, index and token-type tables E wide, their sum LayerNormed at E, projected to
+    H before the first layer; the LM head maps H back to E and decodes with the tied (V, E) word table. Without
+    the option the state dict's names and shapes are as before."""
+    from fairseq import options
+
+    from segatron_fairseq.tasks.segabert_mlm import SegaBERTMLMConfig, SegaBERTMLMTask
+
+    task = SegaBERTMLMTask.setup_task(SegaBERTMLMConfig(data=str(data / "bin"), tokens_per_sample=64, seed=1))
+
+    def build(arch, *extra):
+        args = options.parse_args_and_arch(options.get_training_parser(), [
+            str(data / "bin"), "--user-dir", str(PLUGIN_DIR), "--task", "segabert_mlm", "--arch", arch,
+            "--tokens-per-sample", "64", "--num-token-types", "2", *extra])
+        return task.build_model(args).eval()
+
+    for arch in ("segabert_tiny", "segabert_bert_tiny"):
+        plain, factorized = build(arch), build(arch, "--factorized-embed-dim", "16")
+        plain_shapes = {k: tuple(v.shape) for k, v in plain.state_dict().items()}
+        assert "encoder.sentence_encoder.embedding_projection.weight" not in plain_shapes
+        assert plain_shapes["encoder.lm_head.dense.weight"] == (64, 64)
+        encoder = factorized.encoder
+        sentence_encoder = encoder.sentence_encoder
+        shapes = {k: tuple(v.shape) for k, v in factorized.state_dict().items()}
+        assert shapes["encoder.sentence_encoder.embed_tokens.weight"] == (len(task.dictionary), 16)
+        assert shapes["encoder.sentence_encoder.embedding_projection.weight"] == (64, 16)
+        assert shapes["encoder.lm_head.dense.weight"] == (16, 64)
+        assert shapes["encoder.token_type_embeddings.weight"] == (2, 16)
+        assert all(table.embedding_dim == 16 for table in encoder.segment_embeddings.values())
+        assert set(shapes) - set(plain_shapes) == {"encoder.sentence_encoder.embedding_projection.weight",
+                                                   "encoder.sentence_encoder.embedding_projection.bias"}
+        src = torch.tensor([[0, 5, 6, 7, 2]])
+        p, s, t = torch.tensor([[1, 1, 1, 2, 2]]), torch.tensor([[0, 0, 1, 0, 0]]), torch.tensor([[0, 1, 0, 0, 0]])
+        summed = encoder.embed(src, p, s, t)
+        if sentence_encoder.embed_positions is not None:
+            summed = summed + sentence_encoder.embed_positions(src)
+        x = sentence_encoder.embedding_projection(sentence_encoder.layernorm_embedding(summed)).transpose(0, 1)
+        for layer in sentence_encoder.layers:
+            x = layer(x, encoder_padding_mask=None)
+        features = x.transpose(0, 1)
+        head = encoder.lm_head
+        expected = torch.nn.functional.layer_norm(
+            torch.nn.functional.gelu(features @ head.dense.weight.T + head.dense.bias), (16,),
+            head.layer_norm.weight, head.layer_norm.bias, head.layer_norm.eps) @ sentence_encoder.embed_tokens.weight.T
+        logits, _ = factorized(src, paragraph_index=p, sentence_index=s, token_index=t)
+        torch.testing.assert_close(logits, expected + head.bias, rtol=1e-5, atol=1e-5)

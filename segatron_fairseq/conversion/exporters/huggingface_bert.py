@@ -28,6 +28,9 @@ REMOTE_CODE_FILES = ("configuration_segabert.py", "modeling_segabert.py")
 def _check(args) -> None:
     if getattr(args, "encoder_normalize_before", False):
         raise NotImplementedError("a pre-norm encoder (--encoder-normalize-before) has no BERT class")
+    if getattr(args, "factorized_embed_dim", None) not in (None, 0, args.encoder_embed_dim):
+        raise NotImplementedError(f"a factorized embedding (--factorized-embed-dim {args.factorized_embed_dim}) "
+                                  "has no BERT class")
     if args.activation_fn not in ACTIVATIONS:
         raise NotImplementedError(f"--activation-fn {args.activation_fn} (BERT's: {', '.join(ACTIVATIONS)})")
 

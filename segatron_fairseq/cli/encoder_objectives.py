@@ -1,0 +1,30 @@
+"""The encoder pre-training objectives as ``fairseq-train`` options: what
+``segatron-compare-mlm`` trains and ``scripts/benchmarks/bench_encoder_objectives.py``
+times. Each objective runs on a SegaBERT encoder with the index tables
+(``segabert``) and without them (``bert``, learned absolute positions), with
+everything else equal.
+
+An objective is its task options and criterion, its architecture pair, and
+the held-out measure that compares its two models (``measure``: the masked-LM
+perplexity where the objective has an MLM head, scored by ``fairseq-validate``
+on the same masks).
+"""
+from dataclasses import dataclass, field
+from typing import Dict, List
+
+
+@dataclass(frozen=True)
+class Objective:
+    name: str
+    help: str
+    training: List[str]  # task / criterion / architecture options besides the width
+    archs: Dict[str, str]  # "segabert" / "bert" -> the tiny architecture of that model
+    measure: str = "mlm_ppl"  # the held-out measure compared
+    options: List[str] = field(default_factory=list)  # model options besides the width (e.g. sharing)
+
+
+MLM = Objective("mlm", "BERT's masked LM (15%, 80/10/10 per token)",
+                ["--task", "segabert_mlm", "--criterion", "masked_lm"],
+                {"segabert": "segabert_tiny", "bert": "segabert_bert_tiny"})
+
+OBJECTIVES: Dict[str, Objective] = {objective.name: objective for objective in (MLM,)}

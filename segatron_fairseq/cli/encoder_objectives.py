@@ -10,7 +10,7 @@ perplexity where the objective has an MLM head, scored by ``fairseq-validate``
 on the same masks).
 """
 from dataclasses import dataclass, field
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 
 @dataclass(frozen=True)
@@ -21,6 +21,13 @@ class Objective:
     archs: Dict[str, str]  # "segabert" / "bert" -> the tiny architecture of that model
     measure: str = "mlm_ppl"  # the held-out measure compared
     options: List[str] = field(default_factory=list)  # model options besides the width (e.g. sharing)
+    # the same encoder trained by plain masked LM (the speed baseline): the same architectures unless the
+    # objective's model is more than an encoder
+    mlm_archs: Optional[Dict[str, str]] = None
+
+    def __post_init__(self):
+        if self.mlm_archs is None:
+            object.__setattr__(self, "mlm_archs", self.archs)
 
 
 MLM = Objective("mlm", "BERT's masked LM (15%, 80/10/10 per token)",

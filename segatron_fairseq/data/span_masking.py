@@ -78,17 +78,19 @@ def draw_spans(rng: np.random.Generator, words: np.ndarray, length: int, budget:
     masked = np.zeros(length + 1, dtype=bool)  # one spare slot: the token after the last
     contiguous = np.append(words[1:, 0] == words[:-1, 1], False)  # word w+1 follows word w directly
     sizes = words[:, 1] - words[:, 0]
+    cumulative = np.cumsum(probabilities)
     spans, count = [], 0
     while count < budget:
         unmasked = ~masked[words[:, 0]]
-        span_words = int(rng.choice(len(probabilities), p=probabilities)) + 1
+        span_words = min(int(np.searchsorted(cumulative, rng.random() * cumulative[-1], side="right")),
+                         len(probabilities) - 1) + 1
         anchors = _anchors(unmasked, contiguous, words, masked, span_words)
         if not anchors.size:
             if not _anchors(unmasked, contiguous, words, masked, 1).size:
                 break
             continue
-        weights = sizes[anchors] / sizes[anchors].sum()
-        first = int(rng.choice(anchors, p=weights))
+        tokens = np.cumsum(sizes[anchors])  # a token drawn uniformly among theirs, snapped to its word's start
+        first = int(anchors[np.searchsorted(tokens, rng.integers(tokens[-1]), side="right")])
         chain = np.cumsum(sizes[first:first + span_words])
         keep = min(span_words, int(np.searchsorted(chain, budget - count)) + 1)
         start, stop = int(words[first, 0]), int(words[first + keep - 1, 1])

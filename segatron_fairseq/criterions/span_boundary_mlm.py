@@ -19,11 +19,12 @@ import math
 import torch
 from fairseq import metrics, modules, utils
 from fairseq.criterions import FairseqCriterion, register_criterion
+from fairseq.dataclass import FairseqDataclass
 
 from segatron_fairseq.tasks.segabert_mlm import SPAN_BOUNDARY_HEAD
 
 
-@register_criterion("span_boundary_mlm")
+@register_criterion("span_boundary_mlm", dataclass=FairseqDataclass)
 class SpanBoundaryMLMLoss(FairseqCriterion):
     def __init__(self, task):
         super().__init__(task)

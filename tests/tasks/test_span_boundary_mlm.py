@@ -152,9 +152,9 @@ def test_validate_reports_the_masked_lm_alone(segabert_corpus, sbo_checkpoint):
 @pytest.mark.end_to_end
 def test_finetuning_and_predict_from_an_sbo_checkpoint(segabert_corpus, sbo_checkpoint, tmp_path):
     """GLUE fine-tuning leaves the pre-training head out (a warning), and segatron-predict reads the result."""
-    from test_segabert_finetune import RESET, WORDS
-
     import random
+
+    from test_segabert_finetune import RESET, WORDS
 
     checkpoint, _ = sbo_checkpoint
     glue = tmp_path / "SST-2"

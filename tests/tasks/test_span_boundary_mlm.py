@@ -175,3 +175,14 @@ def test_finetuning_and_predict_from_an_sbo_checkpoint(segabert_corpus, sbo_chec
                   "--pretrain-data", segabert_corpus, "--glue-task", "SST-2", "--data", glue,
                   "--out", tmp_path / "submission", "--cpu")
     assert "5 predictions -> SST-2.tsv" in out
+
+
+def test_cross_thought_mlm_masks_spans_and_refuses_sentences(segabert_corpus, tmp_path):
+    common = ["--num-sequences", 4, "--sequence-length", 16, "--batch-size", 8, "--max-update", 1, "--no-save",
+              "--disable-validation", "--log-format", "simple"]
+    out = fairseq_train(segabert_corpus, task="cross_thought_mlm", arch="cross_thought_tiny", criterion="masked_lm",
+                        save_dir=tmp_path, extra=["--mask-span", "span", *common])
+    assert "done training" in out
+    out = fairseq_train(segabert_corpus, task="cross_thought_mlm", arch="cross_thought_tiny", criterion="masked_lm",
+                        save_dir=tmp_path, extra=["--mask-span", "sentence", *common], expect_ok=False)
+    assert "--mask-span sentence: cross_thought_mlm's samples are a token stream without sentence indexes" in out

@@ -19,7 +19,7 @@ class Objective:
     help: str
     training: List[str]  # task / criterion / architecture options besides the width
     archs: Dict[str, str]  # "segabert" / "bert" -> the tiny architecture of that model
-    measure: str = "mlm_ppl"  # the held-out measure compared
+    measure: str = "mlm_ppl"  # the held-out measure compared, a key of fairseq-validate's summary
     options: List[str] = field(default_factory=list)  # model options besides the width (e.g. sharing)
     # the same encoder trained by plain masked LM (the speed baseline): the same architectures unless the
     # objective's model is more than an encoder
@@ -32,6 +32,16 @@ class Objective:
 
 MLM = Objective("mlm", "BERT's masked LM (15%, 80/10/10 per token)",
                 ["--task", "segabert_mlm", "--criterion", "masked_lm"],
-                {"segabert": "segabert_tiny", "bert": "segabert_bert_tiny"})
+                {"segabert": "segabert_tiny", "bert": "segabert_bert_tiny"}, measure="ppl")
 
-OBJECTIVES: Dict[str, Objective] = {objective.name: objective for objective in (MLM,)}
+SPAN = Objective("span", "SpanBERT: geometric whole-word spans masked, 80/10/10 per span, plus the span boundary "
+                 "objective (the measure: its masked-LM part alone)",
+                 ["--task", "segabert_mlm", "--mask-span", "span", "--span-boundary-objective",
+                  "--criterion", "span_boundary_mlm"],
+                 MLM.archs)
+SENTENCE_SPAN = Objective("sentence_span", "ours: whole sentences masked, plus the span boundary objective",
+                          ["--task", "segabert_mlm", "--mask-span", "sentence", "--span-boundary-objective",
+                           "--criterion", "span_boundary_mlm"],
+                          MLM.archs)
+
+OBJECTIVES: Dict[str, Objective] = {objective.name: objective for objective in (MLM, SPAN, SENTENCE_SPAN)}

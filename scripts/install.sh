@@ -27,6 +27,9 @@ RUNTIME_PACKAGES=(
 # formats (4.35.2: the last release before Transformer-XL was deprecated); sacremoses for its Transformer-XL tokenizer;
 # ruff, the linter .ci/run runs (settings in pyproject.toml)
 TEST_PACKAGES=("transformers==4.35.2" "sacremoses" "ruff==0.17.6")
+# exports must also load, with equal outputs, in the newest transformers, which needs a huggingface-hub that
+# 4.35.2 refuses: it lives in a second environment inside .venv, with the same torch (tests/transformers_newest.py)
+NEWEST_TRANSFORMERS="transformers==5.24.0"
 
 log() { echo "[install] $*"; }
 die() { echo "[install] error: $*" >&2; exit 1; }
@@ -40,7 +43,7 @@ EOF
 stamp_inputs() {
   {
     echo "$TORCH_SPEC"
-    echo "${RUNTIME_PACKAGES[*]} ${TEST_PACKAGES[*]}"
+    echo "${RUNTIME_PACKAGES[*]} ${TEST_PACKAGES[*]} $NEWEST_TRANSFORMERS"
     cat "$PATCH" "$ROOT/scripts/install.sh" "$ROOT/setup.py"
   } | sha256sum | cut -d' ' -f1
 }
@@ -100,6 +103,12 @@ TORCH_INSTALLED="$("$VENV/bin/python" -c 'import torch; print(torch.__version__)
 
 log "installing segatron_fairseq (editable)"
 "${PIP[@]}" install -q --no-deps --no-build-isolation -e "$ROOT"
+
+NEWEST="$VENV/transformers-newest"
+log "installing $NEWEST_TRANSFORMERS beside it ($NEWEST)"
+[[ -x "$NEWEST/bin/python" ]] || "$PYTHON" -m venv "$NEWEST"
+"$NEWEST/bin/python" -m pip --disable-pip-version-check install -q "$NEWEST_TRANSFORMERS" "torch==$TORCH_INSTALLED"
+"$NEWEST/bin/python" -c "import transformers, torch" || die "$NEWEST: transformers does not import"
 
 "$VENV/bin/python" -c "import fairseq, segatron_fairseq, segatron_preprocess, fairseq.data.data_utils_fast, fairseq.data.token_block_utils_fast" ||
   die "the installed packages do not import"

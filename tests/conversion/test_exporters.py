@@ -6,6 +6,7 @@ import torch
 from conftest import binarized_training_text, fairseq_train, run_cli
 from test_huggingface_importers import _hf_bert
 from test_wordpiece import SEGABERT, TEXT
+from transformers_newest import newest_outputs
 
 pytestmark = pytest.mark.skipif(not SEGABERT.is_dir(), reason="../shared/fixtures/authors is absent")
 
@@ -45,6 +46,8 @@ def test_segabert_exports_to_remote_code_that_transformers_loads(tmp_path):
         torch.testing.assert_close(exported(**inputs).last_hidden_state, features, rtol=0, atol=1e-5)
         exported_mlm = AutoModelForMaskedLM.from_pretrained(tmp_path / "hf", trust_remote_code=True).eval()
         torch.testing.assert_close(exported_mlm(**inputs).logits, logits, rtol=0, atol=1e-5)
+        newest = newest_outputs(tmp_path, tmp_path / "hf", "AutoModelForMaskedLM", inputs, trust_remote_code=True)
+        torch.testing.assert_close(newest, logits, rtol=0, atol=1e-5)
         pair = hub.encode("The w1s w2ed at her.", "She is w7 with his.")
         pair_inputs = {"input_ids": pair["src_tokens"], "token_type_ids": pair["token_type"],
                        **{f"{n}_index": pair[f"{n}_index"] for n in ("paragraph", "sentence", "token")}}
@@ -72,6 +75,9 @@ def test_bert_baseline_exports_to_plain_bert_for_masked_lm(tmp_path):
     with torch.no_grad():
         theirs = exported(input_ids=pair["src_tokens"], token_type_ids=pair["token_type"]).logits
         torch.testing.assert_close(theirs, hub.model(**pair)[0], rtol=0, atol=1e-5)
+        newest = newest_outputs(tmp_path, tmp_path / "hf", "BertForMaskedLM",
+                                dict(input_ids=pair["src_tokens"], token_type_ids=pair["token_type"]))
+        torch.testing.assert_close(newest, theirs, rtol=0, atol=1e-5)
         features = exported.bert(input_ids=pair["src_tokens"], token_type_ids=pair["token_type"]).last_hidden_state
         torch.testing.assert_close(features, hub.extract_features(pair), rtol=0, atol=1e-5)
     # and back: the export imports into the same model
@@ -138,6 +144,9 @@ def test_cross_thought_exports_with_an_encode_of_its_special_states(tmp_path, na
         theirs = exported(tokens).logits
         real = tokens.ne(pad)
         torch.testing.assert_close(theirs[real], ours[real], rtol=0, atol=1e-5)
+        newest = newest_outputs(tmp_path, tmp_path / "hf", "AutoModelForMaskedLM", {"input_ids": tokens},
+                                trust_remote_code=True)
+        torch.testing.assert_close(newest[real], ours[real], rtol=0, atol=1e-5)
         present = real.any(-1)
         torch.testing.assert_close(exported.encode(tokens)[present], extra["cross_states"][present], rtol=0, atol=1e-5)
         torch.testing.assert_close(exported.encode(tokens, cross=False)[present],

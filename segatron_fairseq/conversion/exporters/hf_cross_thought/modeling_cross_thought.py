@@ -18,6 +18,12 @@ from transformers.models.bert.modeling_bert import BertEncoder, BertLayer, BertO
 from .configuration_cross_thought import CrossThoughtConfig
 
 
+def _run_layer(layer, hidden, mask):
+    """BERT's layer on (S, K, d) with an additive mask: transformers 4 returns a tuple, 5 the tensor."""
+    output = layer(hidden, attention_mask=mask)
+    return output[0] if isinstance(output, tuple) else output
+
+
 class CrossThoughtPreTrainedModel(BertPreTrainedModel):
     config_class = CrossThoughtConfig
     base_model_prefix = "cross_thought"
@@ -77,7 +83,7 @@ class CrossThoughtModel(CrossThoughtPreTrainedModel):
         for n in range(self.config.num_special_tokens):
             states = embeddings[:, :, n]
             for layer in self.cross_layers[0 if len(self.cross_layers) == 1 else n]:
-                states = layer(states, attention_mask=mask)[0]
+                states = _run_layer(layer, states, mask)
             outputs.append(states)
         return torch.stack(outputs, dim=2)
 
@@ -102,12 +108,14 @@ class CrossThoughtModel(CrossThoughtPreTrainedModel):
         n = self.config.num_special_tokens
         hidden, keep, cross = self._states(input_ids)
         hidden = torch.cat([cross.reshape(batch * num_sequences, n, -1), hidden[:, n:]], dim=1)
-        hidden = self.final_layer(hidden, attention_mask=self._mask(keep))[0]
+        hidden = _run_layer(self.final_layer, hidden, self._mask(keep))
         return hidden[:, n:].reshape(batch, num_sequences, length, -1)
 
 
 class CrossThoughtForMaskedLM(CrossThoughtPreTrainedModel):
-    _tied_weights_keys = ["cls.predictions.decoder.weight", "cls.predictions.decoder.bias"]
+    # target -> source (transformers 5 needs the mapping; 4.35 reads its keys)
+    _tied_weights_keys = {"cls.predictions.decoder.weight": "cross_thought.word_embeddings.weight",
+                          "cls.predictions.decoder.bias": "cls.predictions.bias"}
 
     def __init__(self, config):
         super().__init__(config)

@@ -64,14 +64,18 @@ class SegaBertModel(SegaBertPreTrainedModel):
             attention_mask = input_ids.ne(self.config.pad_token_id).long()
         indexes = {"paragraph": paragraph_index, "sentence": sentence_index, "token": token_index}
         hidden = self.embeddings(input_ids, token_type_ids, indexes)
-        extended_mask = self.get_extended_attention_mask(attention_mask, input_ids.shape)
+        # (B, 1, 1, T) added to the scores: 0 for tokens, the dtype's minimum for padding (what BERT's layers take
+        # in transformers 4 and 5 alike)
+        extended_mask = (1.0 - attention_mask[:, None, None, :].to(hidden.dtype)) * torch.finfo(hidden.dtype).min
         encoded = self.encoder(hidden, attention_mask=extended_mask, output_hidden_states=output_hidden_states,
                                return_dict=True)
         return BaseModelOutput(last_hidden_state=encoded.last_hidden_state, hidden_states=encoded.hidden_states)
 
 
 class SegaBertForMaskedLM(SegaBertPreTrainedModel):
-    _tied_weights_keys = ["cls.predictions.decoder.weight", "cls.predictions.decoder.bias"]
+    # target -> source (transformers 5 needs the mapping; 4.35 reads its keys)
+    _tied_weights_keys = {"cls.predictions.decoder.weight": "segabert.embeddings.word_embeddings.weight",
+                          "cls.predictions.decoder.bias": "cls.predictions.bias"}
 
     def __init__(self, config):
         super().__init__(config)

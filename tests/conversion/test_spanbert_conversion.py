@@ -1,10 +1,12 @@
 """SpanBERT and conversion: segatron-import hf-spanbert of random BertModel / BertForPreTraining directories
 (SpanBERT's released layout; transformers==4.35.2) to 1e-5, and segatron-export of a checkpoint trained with the span
-boundary objective (the head, which has no Hugging Face counterpart, left out) loaded by transformers to 1e-5."""
+boundary objective (the head, which has no Hugging Face counterpart, left out) loaded by transformers to 1e-5 (4.35.2
+and the newest)."""
 import pytest
 import torch
 from conftest import fairseq_train, run_cli
 from test_huggingface_importers import _bert_vocab
+from transformers_newest import newest_outputs
 
 SPANBERT_CONFIG = dict(vocab_size=60, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                        intermediate_size=64, max_position_embeddings=40, type_vocab_size=2, hidden_dropout_prob=0.0,
@@ -92,5 +94,7 @@ def test_sbo_checkpoint_exports_without_its_head(segabert_corpus, tmp_path):
     with torch.no_grad():
         inputs = dict(input_ids=encoded["src_tokens"], token_type_ids=encoded["token_type"])
         torch.testing.assert_close(exported(**inputs).logits, hub.model(**encoded)[0], rtol=0, atol=1e-5)
+        torch.testing.assert_close(newest_outputs(tmp_path, tmp_path / "hf", "BertForMaskedLM", inputs),
+                                   hub.model(**encoded)[0], rtol=0, atol=1e-5)
         torch.testing.assert_close(exported.bert(**inputs).last_hidden_state, hub.extract_features(encoded),
                                    rtol=0, atol=1e-5)

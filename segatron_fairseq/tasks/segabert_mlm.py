@@ -3,7 +3,9 @@
 Reads ``segatron-preprocess`` output; examples come from
 ``DocumentExampleDataset`` (whole sentences of one document, no NSP), masking
 from fairseq's ``MaskTokensDataset`` (deterministic per seed, epoch and
-index), the loss from fairseq's ``masked_lm`` criterion. Each batch also
+index), the loss from fairseq's ``masked_lm`` criterion. With
+``--sentence-order-prediction``, ALBERT's SOP examples (``tasks.sentence_order``)
+and the ``masked_lm_sop`` criterion. Each batch also
 counts the examples whose segment indexes had to be shifted or clipped to fit
 the embedding tables; they are logged as ``index_shifted`` / ``index_clipped``.
 """
@@ -23,9 +25,16 @@ from fairseq.data import (
 )
 from fairseq.tasks import register_task
 
-from segatron_fairseq.data import DocumentExampleDataset, FieldDataset, SegmentIndexedDataset, SumDataset
+from segatron_fairseq.data import (
+    DocumentExampleDataset,
+    FieldDataset,
+    SegmentIndexedDataset,
+    SentenceOrderDataset,
+    SumDataset,
+)
 from segatron_fairseq.segments import MASK_SYMBOL, TABLE_SIZES
 from segatron_fairseq.tasks.masking import MaskingConfig, load_dictionary_with_mask, whole_word_starts
+from segatron_fairseq.tasks.sentence_order import register_sentence_order_head, sentence_order_fields
 from segatron_fairseq.tasks.single_dictionary_task import SingleDictionaryTask
 
 logger = logging.getLogger(__name__)
@@ -41,6 +50,9 @@ class SegaBERTMLMConfig(MaskingConfig):
     max_sentence_index: int = field(default=TABLE_SIZES["sentence"],
                                     metadata={"help": "sentence index table size"})
     max_token_index: int = field(default=TABLE_SIZES["token"], metadata={"help": "token index table size"})
+    sentence_order_prediction: bool = field(default=False, metadata={
+        "help": "ALBERT's sentence-order prediction: examples [CLS] A [SEP] B [SEP], 50% swapped, and a "
+                "sentence_order head (criterion masked_lm_sop)"})
 
 
 @register_task("segabert_mlm", dataclass=SegaBERTMLMConfig)
@@ -68,11 +80,13 @@ class SegaBERTMLMTask(SingleDictionaryTask):
             if table is not None and table.num_embeddings < limit:
                 raise ValueError(f"the model's {name} table has {table.num_embeddings} rows but the task "
                                  f"allows indexes up to {limit - 1} (--max-{name}-index)")
+        if self.cfg.sentence_order_prediction:
+            register_sentence_order_head(model)
         return model
 
     def load_dataset(self, split: str, epoch: int = 1, combine: bool = False, **kwargs):
         prefix = os.path.join(self.cfg.data, split)
-        examples = DocumentExampleDataset(
+        examples = (SentenceOrderDataset if self.cfg.sentence_order_prediction else DocumentExampleDataset)(
             SegmentIndexedDataset(prefix, len(self.dictionary)), self.dictionary.bos(), self.dictionary.eos(),
             self.cfg.tokens_per_sample, self.index_limits, self.cfg.seed, self.cfg.examples_per_epoch,
         )
@@ -85,6 +99,7 @@ class SegaBERTMLMTask(SingleDictionaryTask):
             mask_whole_words=whole_word_starts(self.cfg.data, self.dictionary) if self.cfg.mask_whole_words else None,
         )
         pad = self.dictionary.pad()
+        sop_inputs, sop_fields = sentence_order_fields(examples) if self.cfg.sentence_order_prediction else ({}, {})
         self.datasets[split] = NestedDictionaryDataset(
             {
                 "id": IdDataset(),
@@ -93,12 +108,14 @@ class SegaBERTMLMTask(SingleDictionaryTask):
                     "src_lengths": NumelDataset(source, reduce=False),
                     **{f"{name}_index": RightPadDataset(FieldDataset(examples, name), pad_idx=0)
                        for name in self.index_limits},
+                    **sop_inputs,
                 },
                 "target": RightPadDataset(target, pad_idx=pad),
                 "nsentences": NumSamplesDataset(),
                 "ntokens": NumelDataset(source, reduce=True),
                 "index_shifted": SumDataset(examples, "shifted"),
                 "index_clipped": SumDataset(examples, "clipped"),
+                **sop_fields,
             },
             sizes=[examples.sizes],
         )

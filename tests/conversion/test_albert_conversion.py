@@ -114,3 +114,60 @@ def test_hf_albert_refusals_name_the_file(tmp_path):
                   expect_ok=False)
     assert "no sentencepiece model (spiece.model)" in out
     assert not (tmp_path / "x").exists()
+
+
+def _train_albert(corpus, save_dir, arch, *extra):
+    from conftest import fairseq_train
+
+    fairseq_train(corpus, task="segabert_mlm", arch=arch, criterion="masked_lm_sop", save_dir=save_dir, lr=3e-3,
+                  extra=["--sentence-order-prediction", "--encoder-layers", 4, "--encoder-embed-dim", 32,
+                         "--encoder-ffn-embed-dim", 64, "--encoder-attention-heads", 4, "--factorized-embed-dim",
+                         16, "--tokens-per-sample", 32, "--batch-size", 8, "--max-update", 2,
+                         "--no-epoch-checkpoints", "--disable-validation", *extra])
+    return save_dir / "checkpoint_last.pt"
+
+
+@pytest.mark.end_to_end
+@pytest.mark.parametrize("extra", [("--encoder-layer-groups", 2), ("--share-encoder-layers", "none")])
+def test_albert_baseline_exports_to_albert_for_masked_lm(segabert_corpus, tmp_path, extra):
+    """A trained segabert_bert_albert model (factorized, layers shared in 2 groups, or not shared: a group per
+    layer) as AlbertForMaskedLM: transformers' logits equal ours to 1e-5 (padding, both token types)."""
+    from transformers import AlbertForMaskedLM
+
+    from segatron_fairseq.models.segabert import SegaBERTModel
+
+    checkpoint = _train_albert(segabert_corpus, tmp_path / "ckpt", "segabert_bert_albert_base", *extra)
+    out = run_cli("segatron-export", "hf", "--checkpoint", checkpoint, "--data", segabert_corpus,
+                  "--out", tmp_path / "hf")
+    assert "sentence_order are not exported" in out
+    config = json.loads((tmp_path / "hf" / "config.json").read_text())
+    assert config["architectures"] == ["AlbertForMaskedLM"] and config["hidden_act"] == "gelu_new"
+    assert config["num_hidden_groups"] == (2 if extra[0] == "--encoder-layer-groups" else 4)
+    hub = SegaBERTModel.from_pretrained(str(checkpoint.parent), checkpoint.name, str(segabert_corpus))
+    model = hub.model.eval()
+    ids = torch.randint(4, len(hub.task.source_dictionary) - 1, (2, 20), generator=torch.Generator().manual_seed(3))
+    ids[:, 0], ids[0, 15:], ids[1, -1] = 0, 1, 2  # <s> ... <pad>, </s>
+    token_type = torch.zeros_like(ids)
+    token_type[1, 10:] = 1
+    real = ids.ne(1)
+    with torch.no_grad():
+        exported = AlbertForMaskedLM.from_pretrained(tmp_path / "hf").eval()
+        theirs = exported(input_ids=ids, attention_mask=real.long(), token_type_ids=token_type).logits
+        ours, _ = model(ids, token_type=token_type)
+    torch.testing.assert_close(ours[real], theirs[real], rtol=0, atol=1e-5)
+
+
+@pytest.mark.end_to_end
+def test_export_refuses_factorized_segabert_and_partial_sharing(segabert_corpus, tmp_path):
+    """With index tables, a factorized model has no Hugging Face class; nor has attention-only sharing: one line
+    each, nothing written."""
+    checkpoint = _train_albert(segabert_corpus, tmp_path / "a", "segabert_albert_base")
+    out = run_cli("segatron-export", "hf", "--checkpoint", checkpoint, "--data", segabert_corpus,
+                  "--out", tmp_path / "hf", expect_ok=False)
+    assert "a SegaBERT model with a factorized embedding or shared layers has no Hugging Face class" in out
+    checkpoint = _train_albert(segabert_corpus, tmp_path / "b", "segabert_bert_albert_base",
+                               "--share-encoder-layers", "attention")
+    out = run_cli("segatron-export", "hf", "--checkpoint", checkpoint, "--data", segabert_corpus,
+                  "--out", tmp_path / "hf", expect_ok=False)
+    assert "--share-encoder-layers attention: ALBERT shares whole layers (all) or none" in out
+    assert not (tmp_path / "hf").exists()

@@ -1,21 +1,25 @@
-"""Pre-train SegaBERT and its BERT baseline the same way; print held-out masked-LM perplexity.
+"""Pre-train each encoder objective with and without the index embeddings the same way; print a held-out measure.
 
-    segatron-compare-mlm --data DATA_BIN [--max-update 600] [--eval-every 150]
+    segatron-compare-mlm --data DATA_BIN [--objectives mlm] [--max-update 600] [--eval-every 150]
 
-DATA_BIN is a segatron-preprocess directory with train and valid. Both models
-have the same width, layers, steps, learning-rate schedule, seed and examples
-(``--task segabert_mlm``, one epoch of fresh document examples), and the same number of parameters: SegaBERT's
-index tables have 50 + 100 + 256 = 406 rows, and BERT's learned positions get
-406 rows too (``--max-positions 404``, fairseq adds two). Each is trained with
-``fairseq-train``, keeping a checkpoint every ``--eval-every`` updates, and
-each checkpoint is scored with ``fairseq-validate`` on valid, whose examples
-and masks depend only on the seed (fairseq's ``MaskTokensDataset``), so both
-models are scored on the same masked tokens. This is the small-scale version
-of the paper's pre-training comparison of SegaBERT and BERT.
+DATA_BIN is a segatron-preprocess directory with train and valid. For each
+objective (``cli.encoder_objectives``: masked LM, ...), SegaBERT (the index
+tables) and BERT (learned absolute positions) have the same width, layers,
+steps, learning-rate schedule, seed and examples (``--task segabert_mlm``, one
+epoch of fresh document examples), and the same number of parameters:
+SegaBERT's index tables have 50 + 100 + 256 = 406 rows, and BERT's learned
+positions get 406 rows too (``--max-positions 404``, fairseq adds two). Each
+is trained with ``fairseq-train``, keeping a checkpoint every ``--eval-every``
+updates, and each checkpoint is scored with ``fairseq-validate`` on valid,
+whose examples and masks depend only on the seed (fairseq's
+``MaskTokensDataset``), so both models of an objective are scored on the same
+masked tokens. This is the small-scale version of the paper's pre-training
+comparison of SegaBERT and BERT.
 
 Every option, --data and the folders are checked before anything runs; a
-model's folder in --workdir that holds an earlier run is refused unless
---overwrite (as ``segatron-compare-lm``), and so is an existing --out file.
+model's folder in --workdir (WORKDIR/OBJECTIVE/MODEL) that holds an earlier
+run is refused unless --overwrite (as ``segatron-compare-lm``), and so is an
+existing --out file.
 """
 import argparse
 import os
@@ -27,6 +31,7 @@ from fairseq.checkpoint_utils import load_checkpoint_file
 
 from segatron_fairseq import PLUGIN_DIR
 from segatron_fairseq.cli.compare_lm import check_data, check_folders, check_numbers, fresh_folder, run, write_results
+from segatron_fairseq.cli.encoder_objectives import OBJECTIVES
 from segatron_fairseq.cli.user_errors import exit_on_user_error, positive_int
 from segatron_fairseq.segments import TABLE_SIZES
 
@@ -34,14 +39,14 @@ FAIRSEQ_TRAIN = [sys.executable, "-m", "fairseq_cli.train"]
 FAIRSEQ_VALIDATE = [sys.executable, "-m", "fairseq_cli.validate"]
 # BERT's learned positions: max_positions + 2 rows, as many as SegaBERT's three index tables
 BERT_MAX_POSITIONS = sum(TABLE_SIZES.values()) - 2
-VARIANTS = {"segabert": ["--arch", "segabert_tiny"],
-            "bert": ["--arch", "segabert_bert_tiny", "--max-positions", BERT_MAX_POSITIONS]}
+MODELS = {"segabert": [], "bert": ["--max-positions", BERT_MAX_POSITIONS]}
 
 
-def train(args, name, work):
+def train(args, objective, model, work):
     device = ["--cpu"] if not torch.cuda.is_available() else []
-    run([*FAIRSEQ_TRAIN, args.data, "--user-dir", PLUGIN_DIR, "--task", "segabert_mlm", "--criterion", "masked_lm",
-         *VARIANTS[name], "--encoder-layers", args.layers, "--encoder-embed-dim", args.dim,
+    run([*FAIRSEQ_TRAIN, args.data, "--user-dir", PLUGIN_DIR, *objective.training,
+         "--arch", objective.archs[model], *MODELS[model], *objective.options,
+         "--encoder-layers", args.layers, "--encoder-embed-dim", args.dim,
          "--encoder-attention-heads", args.heads, "--encoder-ffn-embed-dim", args.ffn, "--dropout", args.dropout,
          "--tokens-per-sample", args.tokens_per_sample, "--batch-size", args.batch_size,
          "--examples-per-epoch", args.batch_size * args.max_update, "--optimizer", "adam",
@@ -64,36 +69,72 @@ def checkpoint_at(work, updates, max_update) -> str:
     return path
 
 
-def validate(args, checkpoint, log_path):
+def validation_scores(log: str) -> dict:
+    """``fairseq-validate``'s summary line of valid as {name: value} (loss, ppl,
+    and what the criterion logs, e.g. mlm_ppl)."""
+    match = re.search(r"valid on 'valid' subset \| (.*)$", log, re.M)
+    if match is None:
+        return {}
+    pairs = (item.strip().split(" ", 1) for item in match.group(1).split("|"))
+    return {name: float(value) for name, value in pairs if re.fullmatch(r"-?[0-9.]+(e-?[0-9]+)?", value.strip())}
+
+
+def validate(args, objective, checkpoint, log_path) -> float:
     device = ["--cpu"] if not torch.cuda.is_available() else []
     out = run([*FAIRSEQ_VALIDATE, args.data, "--user-dir", PLUGIN_DIR, "--task", "segabert_mlm", "--path", checkpoint,
                "--valid-subset", "valid", "--batch-size", args.batch_size, *device,
                # about one pass over valid's tokens (training's --examples-per-epoch is for train)
                "--model-overrides", "{'examples_per_epoch': 0}"], log_path)
-    match = re.search(r"valid on 'valid' subset \| loss ([0-9.]+) \| ppl ([0-9.]+)", out)
-    if match is None:
-        sys.exit(f"no perplexity in {log_path}")
-    return float(match.group(2))
+    scores = validation_scores(out)
+    if objective.measure not in scores:
+        sys.exit(f"no {objective.measure} in {log_path}")
+    return scores[objective.measure]
 
 
-def train_and_score(args, name):
-    work = os.path.join(args.workdir, name)
+def train_and_score(args, objective, model):
+    work = os.path.join(args.workdir, objective.name, model)
     fresh_folder(work)
-    train(args, name, work)
+    train(args, objective, model, work)
     state = load_checkpoint_file(os.path.join(work, "checkpoint_last.pt"))
-    result = {"model": name, "params": sum(v.numel() for k, v in state["model"].items()), "ppl": {}}
+    result = {"objective": objective.name, "model": model, "measure": objective.measure,
+              "params": sum(v.numel() for k, v in state["model"].items()), "scores": {}}
     for updates in range(args.eval_every, args.max_update + 1, args.eval_every):
         checkpoint = checkpoint_at(work, updates, args.max_update)
-        result["ppl"][updates] = validate(args, checkpoint, os.path.join(work, f"valid_{updates}.log"))
-    print(f"  {name}: " + ", ".join(f"{u}: {p:.2f}" for u, p in result["ppl"].items()), flush=True)
+        log = os.path.join(work, f"valid_{updates}.log")
+        result["scores"][updates] = validate(args, objective, checkpoint, log)
+    print(f"  {objective.name} {model}: " + ", ".join(f"{u}: {v:.4g}" for u, v in result["scores"].items()),
+          flush=True)
     return result
+
+
+def print_table(objective, results) -> None:
+    """Updates, the measure of SegaBERT and BERT, their ratio; and the parameter counts."""
+    print(f"\n{objective.name}: {objective.help}")
+    print(f"{'updates':>8} " + " ".join(f"{r['model'] + ' ' + objective.measure:>18}" for r in results)
+          + f" {'segabert / bert':>16}")
+    for updates in results[0]["scores"]:
+        values = [r["scores"][updates] for r in results]
+        print(f"{updates:>8} " + " ".join(f"{v:>18.4f}" for v in values) + f" {values[0] / values[1]:>16.3f}")
+    print("params: " + ", ".join(f"{r['model']} {r['params']:,}" for r in results))
+
+
+def objective_list(text: str):
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in OBJECTIVES]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"{', '.join(unknown) or repr(text)}: not an objective "
+                                         f"(choose from {', '.join(OBJECTIVES)})")
+    return [OBJECTIVES[name] for name in dict.fromkeys(names)]
 
 
 def cli_main(argv=None) -> None:
     p = argparse.ArgumentParser(prog="segatron-compare-mlm", description=__doc__.splitlines()[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--data", required=True, help="segatron-preprocess directory with train and valid")
-    p.add_argument("--workdir", default="compare_mlm_runs", help="one folder per model: checkpoints and logs")
+    p.add_argument("--objectives", type=objective_list, default="mlm",
+                   help="comma-separated, from: " + "; ".join(f"{o.name} ({o.help})" for o in OBJECTIVES.values()))
+    p.add_argument("--workdir", default="compare_mlm_runs", help="one folder per objective and model: "
+                   "checkpoints and logs")
     p.add_argument("--layers", type=positive_int, default=4)
     p.add_argument("--dim", type=positive_int, default=128)
     p.add_argument("--heads", type=positive_int, default=4)
@@ -123,16 +164,15 @@ def _compare(p, args) -> None:
         p.error(f"--eval-every {args.eval_every} does not divide --max-update {args.max_update}")
     check_numbers(p, args)
     check_data(p, args.data, ("train", "valid"))
-    check_folders(p, args, VARIANTS)
-    print(f"pre-training segabert and bert on {args.data}: {args.layers} layers, d={args.dim}, {args.max_update} "
-          f"updates of {args.batch_size} x {args.tokens_per_sample} tokens, seed {args.seed}", flush=True)
-    results = [train_and_score(args, name) for name in VARIANTS]
-    print()
-    print(f"{'updates':>8} " + " ".join(f"{r['model'] + ' ppl':>14}" for r in results) + f" {'segabert / bert':>16}")
-    for updates in results[0]["ppl"]:
-        values = [r["ppl"][updates] for r in results]
-        print(f"{updates:>8} " + " ".join(f"{v:>14.2f}" for v in values) + f" {values[0] / values[1]:>16.3f}")
-    print("params: " + ", ".join(f"{r['model']} {r['params']:,}" for r in results))
+    check_folders(p, args, [os.path.join(o.name, model) for o in args.objectives for model in MODELS])
+    print(f"pre-training segabert and bert ({', '.join(o.name for o in args.objectives)}) on {args.data}: "
+          f"{args.layers} layers, d={args.dim}, {args.max_update} updates of {args.batch_size} x "
+          f"{args.tokens_per_sample} tokens, seed {args.seed}", flush=True)
+    results = []
+    for objective in args.objectives:
+        pair = [train_and_score(args, objective, model) for model in MODELS]
+        print_table(objective, pair)
+        results.extend(pair)
     if args.out:
         write_results(args.out, results)
 

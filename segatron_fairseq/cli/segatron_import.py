@@ -4,6 +4,7 @@
     segatron-import hf-transformer-xl --model-dir transfo-xl-wt103 --out DIR
     segatron-import authors-segabert --model-dir segabert-base --out DIR
     segatron-import hf-bert --model-dir bert-base-uncased --out DIR
+    segatron-import hf-spanbert --model-dir spanbert-base-cased --out DIR
     segatron-import hf-albert --model-dir albert-base-v2 --out DIR
     segatron-import authors-cross-thought --checkpoint cross-thought.pt --dict dict.txt --out DIR
 
@@ -62,7 +63,7 @@ def _hf_transformer_xl(args) -> str:
     return write_checkpoint(args.out, vocabulary.dictionary, "segatron_lm", arguments, converted)
 
 
-def _bert(args, segabert: bool) -> str:
+def _bert(args, segabert: bool, spanbert: bool = False) -> str:
     check_out(args)
     from segatron_fairseq.conversion.importers import bert
     from segatron_fairseq.conversion.importers.fairseq_checkpoint import write_checkpoint
@@ -71,12 +72,14 @@ def _bert(args, segabert: bool) -> str:
 
     config_path, config = read_config(args.model_dir, "bert")
     state_path, state = read_weights(args.model_dir)
+    if spanbert:
+        state = bert.with_bert_prefix(state)
     if bert.is_segabert(state) != segabert:
         raise ValueError(f"{state_path}: " + ("no SegaBERT index tables (token_position_embeddings): use hf-bert"
                                               if segabert else "a SegaBERT state dict: use authors-segabert"))
     vocab_path = find_file(args.model_dir, ("vocab.txt",), "WordPiece vocabulary")
     vocabulary = map_wordpiece(read_wordpiece_vocab(vocab_path), vocab_path)
-    arguments, converted = bert.convert(state, config, vocabulary, state_path, config_path)
+    arguments, converted = bert.convert(state, config, vocabulary, state_path, config_path, fresh_mlm_head=spanbert)
     return write_checkpoint(args.out, vocabulary.dictionary, "segabert_mlm", arguments, converted)
 
 
@@ -130,14 +133,18 @@ def cli_main(argv=None) -> None:
     hf_xl.add_argument("--tgt-len", type=positive_int, default=128, help="segment length recorded in the checkpoint")
     hf_xl.add_argument("--out", required=True, help="output directory (dict.txt, checkpoint.pt)")
     hf_xl.set_defaults(run=_hf_transformer_xl)
-    for name, segabert, text in (("authors-segabert", True, "the Segatron authors' SegaBERT (their Hugging Face "
-                                  "fork's SegaBertForMaskedLM directory)"),
-                                 ("hf-bert", False, "a Hugging Face BertForMaskedLM directory, as the BERT baseline")):
+    for name, segabert, spanbert, text in (
+            ("authors-segabert", True, False, "the Segatron authors' SegaBERT (their Hugging Face fork's "
+             "SegaBertForMaskedLM directory)"),
+            ("hf-bert", False, False, "a Hugging Face BertForMaskedLM directory, as the BERT baseline"),
+            ("hf-spanbert", False, True, "SpanBERT's released weights (a BertModel or BertForPreTraining directory, "
+             "e.g. SpanBERT/spanbert-base-cased) as the BERT baseline; they have no MLM or span boundary head, so "
+             "the MLM head is fresh (BERT's initialisation) unless the directory has cls.predictions")):
         subcommand = formats.add_parser(name, help=text)
         subcommand.add_argument("--model-dir", required=True,
                                 help="config.json, model.safetensors or pytorch_model.bin, vocab.txt")
         subcommand.add_argument("--out", required=True, help="output directory (dict.txt, checkpoint.pt)")
-        subcommand.set_defaults(run=functools.partial(_bert, segabert=segabert))
+        subcommand.set_defaults(run=functools.partial(_bert, segabert=segabert, spanbert=spanbert))
     hf_albert = formats.add_parser("hf-albert", help="a Hugging Face AlbertForMaskedLM or AlbertForPreTraining "
                                    "directory (its sentence-order classifier as the sentence_order head), as the "
                                    "baseline without index tables")

@@ -5,5 +5,6 @@ from . import (  # noqa: F401  (register the criterions)
     segatron_lm_loss,
     sentence_prediction_metrics,
     siamese_classification,
+    span_boundary_mlm,
     span_prediction,
 )

@@ -1,16 +1,23 @@
-"""Fine-tuning heads that are not RoBERTa's [CLS] classifier, kept in the
+"""Heads that are not RoBERTa's [CLS] classifier or LM head, kept in the
 model's ``classification_heads`` (so checkpoints save and load them):
 
 - ``SpanHead``: start and end logits of every token (BERT's reading-comprehension head),
   (B, T, d) -> (B, T, 2).
 - ``SiameseHead``: Sentence-BERT's classifier over pooled u, v (B, d) each ->
   softmax logits of concat(u, v, |u - v|), (B, C).
+- ``SpanBoundaryHead``: SpanBERT's span boundary objective (pre-training, task
+  option ``--span-boundary-objective``), (N, d) boundary states x 2 and (N,)
+  offsets -> (N, V) word logits.
 
-They have an ``out_proj`` and no ``dense`` layer; ``SegaBERTModel`` upgrades
-their state dict keys itself (RoBERTa's upgrade expects ``dense``).
+They have no ``dense`` layer; ``SegaBERTModel`` upgrades their state dict keys
+itself (RoBERTa's upgrade expects ``dense``).
 """
 import torch
+import torch.nn.functional as F
+from fairseq.modules.transformer_sentence_encoder import init_bert_params
 from torch import nn
+
+from segatron_fairseq.data.span_masking import MAX_SPAN_TARGETS
 
 
 class SpanHead(nn.Module):
@@ -29,6 +36,35 @@ class SiameseHead(nn.Module):
 
     def forward(self, u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         return self.out_proj(torch.cat([u, v, (u - v).abs()], dim=-1))
+
+
+class SpanBoundaryHead(nn.Module):
+    """SpanBERT's span boundary objective: a masked token x_i of span s..e is
+    predicted from its span's outer boundary states x_{s-1}, x_{e+1} and a
+    learned embedding p_i of its offset i - s (``MAX_SPAN_TARGETS`` offsets,
+    200 wide, as SpanBERT's code):
+    h = LN(GeLU(W1 [x_{s-1}; x_{e+1}; p_i])), y = LN(GeLU(W2 h)) (d -> d -> E),
+    logits = y E_word^T + b, with the encoder's word embeddings E_word (V, E)
+    given at each call (tied; E is the embedding width, d the hidden size)."""
+
+    OFFSET_DIM = 200
+
+    def __init__(self, hidden_dim: int, embed_dim: int, vocab_size: int, layer_norm_eps: float = 1e-5):
+        super().__init__()
+        self.offset_embeddings = nn.Embedding(MAX_SPAN_TARGETS, self.OFFSET_DIM)
+        self.hidden = nn.Linear(2 * hidden_dim + self.OFFSET_DIM, hidden_dim)
+        self.hidden_norm = nn.LayerNorm(hidden_dim, eps=layer_norm_eps)
+        self.output = nn.Linear(hidden_dim, embed_dim)
+        self.output_norm = nn.LayerNorm(embed_dim, eps=layer_norm_eps)
+        self.bias = nn.Parameter(torch.zeros(vocab_size))
+        self.apply(init_bert_params)
+
+    def forward(self, left: torch.Tensor, right: torch.Tensor, offsets: torch.Tensor,
+                word_embeddings: torch.Tensor) -> torch.Tensor:
+        x = torch.cat([left, right, self.offset_embeddings(offsets)], dim=-1)
+        x = self.hidden_norm(F.gelu(self.hidden(x)))
+        x = self.output_norm(F.gelu(self.output(x)))
+        return F.linear(x, word_embeddings, self.bias)
 
 
 HEAD_TYPES = {"span": SpanHead, "siamese": SiameseHead}

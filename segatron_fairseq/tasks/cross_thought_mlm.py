@@ -25,9 +25,9 @@ from fairseq.data import (
 from fairseq.data.indexed_dataset import MMapIndexedDataset
 from fairseq.tasks import register_task
 
-from segatron_fairseq.data import ShortSequenceDataset, ShortSequenceSampleDataset
+from segatron_fairseq.data import FieldDataset, ShortSequenceDataset, ShortSequenceSampleDataset
 from segatron_fairseq.segments import MASK_SYMBOL
-from segatron_fairseq.tasks.masking import MaskingConfig, load_dictionary_with_mask
+from segatron_fairseq.tasks.masking import MaskingConfig, load_dictionary_with_mask, span_mask_dataset
 from segatron_fairseq.tasks.per_sequence_sizes import PerSequenceSizeCheck
 from segatron_fairseq.tasks.single_dictionary_task import SingleDictionaryTask
 from segatron_preprocess.split_reader import check_token_ids
@@ -49,6 +49,9 @@ class CrossThoughtMLMTask(PerSequenceSizeCheck, SingleDictionaryTask):
 
     @classmethod
     def setup_task(cls, cfg: CrossThoughtMLMConfig, **kwargs):
+        if cfg.mask_span == "sentence":
+            raise ValueError("--mask-span sentence: cross_thought_mlm's samples are a token stream without "
+                             "sentence indexes; use token or span")
         return cls(cfg, load_dictionary_with_mask(cfg.data))
 
     def load_dataset(self, split: str, epoch: int = 1, combine: bool = False, **kwargs):
@@ -61,11 +64,15 @@ class CrossThoughtMLMTask(PerSequenceSizeCheck, SingleDictionaryTask):
         block = self.cfg.num_sequences * self.cfg.sequence_length
         blocks = TokenBlockDataset(tokens, tokens.sizes, block, pad=self.dictionary.pad(), eos=self.dictionary.eos(),
                                    break_mode="none")
-        source, target = MaskTokensDataset.apply_mask(
-            blocks, self.dictionary, pad_idx=self.dictionary.pad(), mask_idx=self.mask_idx, seed=self.cfg.seed,
-            mask_prob=self.cfg.mask_prob, leave_unmasked_prob=self.cfg.leave_unmasked_prob,
-            random_token_prob=self.cfg.random_token_prob,
-        )
+        if self.cfg.mask_span == "token":
+            source, target = MaskTokensDataset.apply_mask(
+                blocks, self.dictionary, pad_idx=self.dictionary.pad(), mask_idx=self.mask_idx, seed=self.cfg.seed,
+                mask_prob=self.cfg.mask_prob, leave_unmasked_prob=self.cfg.leave_unmasked_prob,
+                random_token_prob=self.cfg.random_token_prob,
+            )
+        else:
+            masked = span_mask_dataset(blocks, self.dictionary, self.mask_idx, self.cfg)
+            source, target = FieldDataset(masked, "source"), FieldDataset(masked, "target")
         shape = (self.cfg.num_sequences, self.cfg.sequence_length, self.dictionary.pad())
         self.datasets[split] = ShortSequenceSampleDataset(
             {

@@ -7,9 +7,10 @@ from dataclasses import dataclass, field
 
 import torch
 from fairseq.data import Dictionary
-from fairseq.dataclass import FairseqDataclass
+from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from omegaconf import II
 
+from segatron_fairseq.data.span_masking import MASK_SPAN_MODES, SpanMaskDataset
 from segatron_fairseq.segments import MASK_SYMBOL
 from segatron_preprocess.corpus_format import BPE, DICT_FILE, METADATA_FILE, NO_BPE, WORDPIECE, read_metadata
 
@@ -22,6 +23,12 @@ class MaskingConfig(FairseqDataclass):
     mask_prob: float = field(default=0.15, metadata={"help": "probability of masking a token"})
     leave_unmasked_prob: float = field(default=0.1, metadata={"help": "of those, kept unchanged"})
     random_token_prob: float = field(default=0.1, metadata={"help": "of those, replaced at random"})
+    mask_span: ChoiceEnum(MASK_SPAN_MODES) = field(
+        default="token", metadata={"help": "token: BERT's (fairseq's MaskTokensDataset); span: SpanBERT's spans of "
+                                   "whole words, Geo(--span-geometric-p) long up to --max-span-length words; "
+                                   "sentence (ours): whole sentences; span and sentence decide 80/10/10 per span"})
+    span_geometric_p: float = field(default=0.2, metadata={"help": "p of the span lengths' geometric distribution"})
+    max_span_length: int = field(default=10, metadata={"help": "longest span, in words"})
     seed: int = II("common.seed")
 
 
@@ -35,14 +42,14 @@ def load_dictionary_with_mask(data: str) -> Dictionary:
     return dictionary
 
 
-def whole_word_starts(data: str, dictionary: Dictionary) -> torch.Tensor:
+def whole_word_starts(data: str, dictionary: Dictionary, option: str = "--mask-whole-words") -> torch.Tensor:
     """(len(dictionary),) uint8, 1 for symbols that begin a word: every symbol
     when the corpus was binarized without sub-words, sentencepiece pieces
     starting with ▁, WordPiece pieces not starting with ## (and the special
-    symbols) otherwise."""
+    symbols) otherwise. ``option``: the option that needs them (errors name it)."""
     metadata = read_metadata(data)
     if not metadata:
-        raise ValueError(f"--mask-whole-words: {os.path.join(data, METADATA_FILE)} is missing, so it is unknown "
+        raise ValueError(f"{option}: {os.path.join(data, METADATA_FILE)} is missing, so it is unknown "
                          f"whether the symbols of {data} are words or sentencepiece pieces; binarize the corpus "
                          f"with segatron-preprocess")
     if metadata.get(BPE, NO_BPE) == NO_BPE:
@@ -53,3 +60,11 @@ def whole_word_starts(data: str, dictionary: Dictionary) -> torch.Tensor:
         starts = [i < dictionary.nspecial or dictionary[i].startswith("\u2581") or dictionary[i] == MASK_SYMBOL
                   for i in range(len(dictionary))]
     return torch.tensor(starts, dtype=torch.uint8)
+
+
+def span_mask_dataset(examples, dictionary: Dictionary, mask_idx: int, cfg: MaskingConfig) -> SpanMaskDataset:
+    """``cfg.mask_span`` (span or sentence) masking of ``examples``, in whole
+    words of ``cfg.data``'s symbols."""
+    return SpanMaskDataset(examples, dictionary, mask_idx, cfg.seed, cfg.mask_span, cfg.mask_prob,
+                           cfg.leave_unmasked_prob, cfg.random_token_prob, cfg.span_geometric_p, cfg.max_span_length,
+                           whole_word_starts(cfg.data, dictionary, f"--mask-span {cfg.mask_span}"))

@@ -3,7 +3,10 @@
 Reads ``segatron-preprocess`` output; examples come from
 ``DocumentExampleDataset`` (whole sentences of one document, no NSP), masking
 from fairseq's ``MaskTokensDataset`` (deterministic per seed, epoch and
-index), the loss from fairseq's ``masked_lm`` criterion. With
+index), the loss from fairseq's ``masked_lm`` criterion. With ``--mask-span
+span|sentence`` the masking is ``SpanMaskDataset``'s (SpanBERT's spans, or our
+whole sentences), and ``--span-boundary-objective`` adds SpanBERT's span
+boundary head to the model (criterion ``span_boundary_mlm``). With
 ``--sentence-order-prediction``, ALBERT's SOP examples (``tasks.sentence_order``)
 and the ``masked_lm_sop`` criterion. Each batch also
 counts the examples whose segment indexes had to be shifted or clipped to fit
@@ -32,8 +35,14 @@ from segatron_fairseq.data import (
     SentenceOrderDataset,
     SumDataset,
 )
+from segatron_fairseq.models.task_heads import SpanBoundaryHead
 from segatron_fairseq.segments import MASK_SYMBOL, TABLE_SIZES
-from segatron_fairseq.tasks.masking import MaskingConfig, load_dictionary_with_mask, whole_word_starts
+from segatron_fairseq.tasks.masking import (
+    MaskingConfig,
+    load_dictionary_with_mask,
+    span_mask_dataset,
+    whole_word_starts,
+)
 from segatron_fairseq.tasks.sentence_order import register_sentence_order_head, sentence_order_fields
 from segatron_fairseq.tasks.single_dictionary_task import SingleDictionaryTask
 
@@ -50,9 +59,15 @@ class SegaBERTMLMConfig(MaskingConfig):
     max_sentence_index: int = field(default=TABLE_SIZES["sentence"],
                                     metadata={"help": "sentence index table size"})
     max_token_index: int = field(default=TABLE_SIZES["token"], metadata={"help": "token index table size"})
+    span_boundary_objective: bool = field(default=False, metadata={
+        "help": "SpanBERT's span boundary objective: a head predicting each masked token from its span's boundary "
+                "outputs (needs --mask-span span|sentence and --criterion span_boundary_mlm)"})
     sentence_order_prediction: bool = field(default=False, metadata={
         "help": "ALBERT's sentence-order prediction: examples [CLS] A [SEP] B [SEP], 50% swapped, and a "
                 "sentence_order head (criterion masked_lm_sop)"})
+
+
+SPAN_BOUNDARY_HEAD = "span_boundary"  # the head's name in the model's classification_heads
 
 
 @register_task("segabert_mlm", dataclass=SegaBERTMLMConfig)
@@ -65,6 +80,9 @@ class SegaBERTMLMTask(SingleDictionaryTask):
     def setup_task(cls, cfg: SegaBERTMLMConfig, **kwargs):
         dictionary = load_dictionary_with_mask(cfg.data)
         logger.info(f"dictionary: {len(dictionary)} types")
+        if cfg.span_boundary_objective and cfg.mask_span == "token":
+            logger.warning("--span-boundary-objective with --mask-span token: no spans, so no span boundary loss "
+                           "(only the masked LM is scored)")
         return cls(cfg, dictionary)
 
     @property
@@ -82,7 +100,24 @@ class SegaBERTMLMTask(SingleDictionaryTask):
                                  f"allows indexes up to {limit - 1} (--max-{name}-index)")
         if self.cfg.sentence_order_prediction:
             register_sentence_order_head(model)
+        if self.cfg.span_boundary_objective:
+            if not hasattr(model, "register_task_head"):
+                raise ValueError(f"--span-boundary-objective needs a segabert model, not {type(model).__name__}")
+            embed_tokens = model.encoder.sentence_encoder.embed_tokens
+            model.register_task_head(SPAN_BOUNDARY_HEAD, SpanBoundaryHead(
+                model.args.encoder_embed_dim, embed_tokens.embedding_dim, embed_tokens.num_embeddings,
+                getattr(model.args, "layer_norm_eps", None) or 1e-5))
         return model
+
+    def build_criterion(self, cfg):
+        name = getattr(cfg, "_name", None)
+        if self.cfg.span_boundary_objective and name != "span_boundary_mlm":
+            raise ValueError(f"--span-boundary-objective needs --criterion span_boundary_mlm, not {name}")
+        if self.cfg.sentence_order_prediction != (name == "masked_lm_sop"):
+            raise ValueError(f"--sentence-order-prediction needs --criterion masked_lm_sop, not {name}"
+                             if self.cfg.sentence_order_prediction else
+                             "--criterion masked_lm_sop needs --sentence-order-prediction")
+        return super().build_criterion(cfg)
 
     def load_dataset(self, split: str, epoch: int = 1, combine: bool = False, **kwargs):
         prefix = os.path.join(self.cfg.data, split)
@@ -92,13 +127,21 @@ class SegaBERTMLMTask(SingleDictionaryTask):
         )
         logger.info(f"{split}: {len(examples):,} examples from {len(examples.table.document_first):,} documents, "
                     f"{len(examples.table.starts):,} sentences")
-        source, target = MaskTokensDataset.apply_mask(
-            FieldDataset(examples, "tokens"), self.dictionary, pad_idx=self.dictionary.pad(),
-            mask_idx=self.mask_idx, seed=self.cfg.seed, mask_prob=self.cfg.mask_prob,
-            leave_unmasked_prob=self.cfg.leave_unmasked_prob, random_token_prob=self.cfg.random_token_prob,
-            mask_whole_words=whole_word_starts(self.cfg.data, self.dictionary) if self.cfg.mask_whole_words else None,
-        )
         pad = self.dictionary.pad()
+        spans = {}
+        if self.cfg.mask_span == "token":
+            source, target = MaskTokensDataset.apply_mask(
+                FieldDataset(examples, "tokens"), self.dictionary, pad_idx=self.dictionary.pad(),
+                mask_idx=self.mask_idx, seed=self.cfg.seed, mask_prob=self.cfg.mask_prob,
+                leave_unmasked_prob=self.cfg.leave_unmasked_prob, random_token_prob=self.cfg.random_token_prob,
+                mask_whole_words=whole_word_starts(self.cfg.data, self.dictionary)
+                if self.cfg.mask_whole_words else None,
+            )
+        else:
+            masked = span_mask_dataset(examples, self.dictionary, self.mask_idx, self.cfg)
+            source, target = FieldDataset(masked, "source"), FieldDataset(masked, "target")
+            spans = {name: RightPadDataset(FieldDataset(masked, name), pad_idx=-1 if name == "span_offset" else 0)
+                     for name in ("span_left", "span_right", "span_offset")}
         sop_inputs, sop_fields = sentence_order_fields(examples) if self.cfg.sentence_order_prediction else ({}, {})
         self.datasets[split] = NestedDictionaryDataset(
             {
@@ -111,6 +154,7 @@ class SegaBERTMLMTask(SingleDictionaryTask):
                     **sop_inputs,
                 },
                 "target": RightPadDataset(target, pad_idx=pad),
+                **spans,
                 "nsentences": NumSamplesDataset(),
                 "ntokens": NumelDataset(source, reduce=True),
                 "index_shifted": SumDataset(examples, "shifted"),

@@ -87,11 +87,11 @@ def test_compare_mlm_checks_the_same(tmp_path):
             expect="--eval-every 3 does not divide --max-update 10")
     refused("segatron-compare-mlm", "--data", tmp_path / "nope", "--workdir", runs,
             expect=f"--data {tmp_path / 'nope'}: not a directory")
-    (runs / "bert").mkdir(parents=True)
-    (runs / "bert" / "train.log").write_text("an earlier run\n")
+    (runs / "mlm" / "bert").mkdir(parents=True)
+    (runs / "mlm" / "bert" / "train.log").write_text("an earlier run\n")
     refused("segatron-compare-mlm", "--data", data, "--workdir", runs,
-            expect=f"--workdir {runs}: {runs / 'bert'} holds an earlier run")
-    assert (runs / "bert" / "train.log").read_text() == "an earlier run\n"
+            expect=f"--workdir {runs}: {runs / 'mlm' / 'bert'} holds an earlier run")
+    assert (runs / "mlm" / "bert" / "train.log").read_text() == "an earlier run\n"
 
 
 @pytest.mark.end_to_end  # segatron-compare-lm runs fairseq-train and fairseq-eval-lm in subprocesses

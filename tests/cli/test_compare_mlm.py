@@ -1,4 +1,4 @@
-"""segatron-compare-mlm: SegaBERT and BERT with equal parameters, scored at each checkpoint."""
+"""segatron-compare-mlm: each objective's SegaBERT and BERT with equal parameters, scored at each checkpoint."""
 import json
 import re
 
@@ -21,9 +21,10 @@ def test_compare_mlm_scores_both_models_with_equal_parameters(tmp_path):
     for _, segabert, bert, ratio in rows:
         assert abs(float(segabert) / float(bert) - float(ratio)) < 2e-3
     results = json.loads((tmp_path / "results.json").read_text())
-    assert [r["model"] for r in results] == ["segabert", "bert"]
+    assert [(r["objective"], r["model"], r["measure"]) for r in results] == [("mlm", "segabert", "ppl"),
+                                                                              ("mlm", "bert", "ppl")]
     assert results[0]["params"] == results[1]["params"]  # 406 index rows against 406 position rows
-    state_files = sorted(p.name for p in (tmp_path / "runs" / "bert").glob("checkpoint_*_*.pt"))
+    state_files = sorted(p.name for p in (tmp_path / "runs" / "mlm" / "bert").glob("checkpoint_*_*.pt"))
     assert state_files == ["checkpoint_1_2.pt"]  # and checkpoint_last.pt after 4 updates: one epoch of 4 batches
 
 
@@ -40,3 +41,24 @@ def test_scores_read_the_checkpoint_of_each_interval(tmp_path):
     assert checkpoint_at(str(tmp_path), 6, 6) == str(tmp_path / "checkpoint_last.pt")
     with pytest.raises(SystemExit, match=r"checkpoint_1_4\.pt holds the model after 3 updates, not 4"):
         checkpoint_at(str(tmp_path), 4, 6)
+
+
+def test_validation_scores_read_fairseq_validates_summary():
+    from segatron_fairseq.cli.compare_mlm import validation_scores
+
+    log = ("2026-11-24 | INFO | valid | valid on 'valid' subset | loss 5.123 | mlm_loss 5.1 | mlm_ppl 34.5 | "
+           "rtd_auc 0.75 | ppl 34.84 | wps 1234 | wpb 512 | bsz 4 | num_updates 2\n")
+    scores = validation_scores(log)
+    assert scores["ppl"] == 34.84 and scores["mlm_ppl"] == 34.5 and scores["rtd_auc"] == 0.75
+    assert validation_scores("no summary") == {}
+
+
+def test_objectives_option_names_the_known_objectives(capsys):
+    from segatron_fairseq.cli.compare_mlm import cli_main
+    from segatron_fairseq.cli.encoder_objectives import OBJECTIVES
+
+    assert "mlm" in OBJECTIVES
+    with pytest.raises(SystemExit) as exit_info:
+        cli_main(["--data", "d", "--objectives", "mlm,no_such"])
+    assert exit_info.value.code == 2
+    assert "--objectives: no_such: not an objective (choose from mlm" in capsys.readouterr().err

@@ -1,37 +1,98 @@
-"""The hydra yamls of the encoder objectives of issue 30 (SpanBERT, ALBERT, ELECTRA): each composes with its
-paper's settings and trains at its shapes, only the model narrowed, 2 updates on CPU."""
+"""The encoder pre-training objectives' yamls (SpanBERT, ALBERT, ...): each composes with its paper's settings, and each
+trains at its shapes (the shipped task and dataset settings, only the model narrowed as the fine-tuning yamls'
+NARROW) for 2 updates on CPU. Every shipped yaml is named in some test."""
+import ast
+import re
+
 import pytest
 import torch
 from conftest import PLUGIN_DIR, ROOT, run_cli
-from corpus import make_documents, write_wikitext
+from corpus import make_documents, write_lines, write_wikitext
 from hydra import compose, initialize_config_dir
+from test_finetuning_configs import NARROW
 
-CONFIG_DIR = str(ROOT / "segatron_fairseq" / "config")
-# every shipped yaml of these objectives: (config name, architecture)
-OBJECTIVE_YAMLS = [("albert_base", "segabert_albert_base"), ("albert_bert_base", "segabert_bert_albert_base")]
+CONFIG_DIR = ROOT / "segatron_fairseq" / "config"
+# (yaml, architecture, criterion, the paper's settings: dotted key -> value)
+SPANBERT = {"task.tokens_per_sample": 512, "task.mask_prob": 0.15, "task.leave_unmasked_prob": 0.1,
+            "task.random_token_prob": 0.1, "task.mask_span": "span", "task.span_geometric_p": 0.2,
+            "task.max_span_length": 10, "task.span_boundary_objective": True, "optimization.lr": [0.0001],
+            "optimizer.adam_betas": "(0.9,0.999)", "optimizer.adam_eps": 1e-08, "optimizer.weight_decay": 0.01,
+            "lr_scheduler._name": "polynomial_decay", "lr_scheduler.warmup_updates": 10000,
+            "lr_scheduler.total_num_update": 2400000, "lr_scheduler.power": 1.0,
+            "lr_scheduler.end_learning_rate": 0.0, "optimization.max_update": 2400000,
+            "optimization.clip_norm": 1.0, "common.fp16": True}
+# ALBERT's recipe: MLM + SOP, batch 4096 x 512 tokens, LAMB lr 0.00176, 3125 warm-up steps, 125K steps
+ALBERT = {"task.tokens_per_sample": 512, "task.mask_prob": 0.15, "task.sentence_order_prediction": True,
+          "optimizer._name": "torch_lamb", "optimization.lr": [0.00176], "optimizer.weight_decay": 0.01,
+          "lr_scheduler._name": "polynomial_decay", "lr_scheduler.warmup_updates": 3125,
+          "lr_scheduler.total_num_update": 125000, "lr_scheduler.power": 1.0, "lr_scheduler.end_learning_rate": 0.0,
+          "optimization.max_update": 125000, "optimization.clip_norm": 1.0}
+OBJECTIVE_YAMLS = [("spanbert_base", "segabert_base", "span_boundary_mlm", SPANBERT),
+                   ("spanbert_bert_base", "segabert_bert_base", "span_boundary_mlm", SPANBERT),
+                   ("albert_base", "segabert_albert_base", "masked_lm_sop", ALBERT),
+                   ("albert_bert_base", "segabert_bert_albert_base", "masked_lm_sop", ALBERT)]
+SPANBERT_YAMLS = [config for config in OBJECTIVE_YAMLS if config[0].startswith("spanbert_")]
 ALBERT_YAMLS = [config for config in OBJECTIVE_YAMLS if config[0].startswith("albert_")]
+# the GPUs each yaml's comment counts
+GPUS = {"spanbert_base": 8, "spanbert_bert_base": 8, "albert_base": 8, "albert_bert_base": 8}
+TOKENS_PER_UPDATE = {"spanbert_base": 256 * 512, "spanbert_bert_base": 256 * 512, "albert_base": 4096 * 512,
+                     "albert_bert_base": 4096 * 512}
 
 
-@pytest.mark.parametrize("name,arch", ALBERT_YAMLS)
-def test_albert_configs_carry_the_paper_settings(name, arch):
-    """ALBERT's recipe: MLM + SOP on 512-token sequences, batch 4096 (64 per GPU x update_freq 8 x the comment's
-    8 GPUs), LAMB lr 0.00176 with 3125 warm-up steps then linear decay over 125K, weight decay 0.01."""
-    with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
+def test_every_shipped_yaml_is_tested():
+    """Each yaml of segatron_fairseq/config is named (a string of its own) in some test file."""
+    named = {node.value for path in (ROOT / "tests").rglob("test_*.py")
+             for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.Constant)}
+    assert sorted(p.stem for p in CONFIG_DIR.glob("*.yaml") if p.stem not in named) == []
+
+
+@pytest.mark.parametrize("name,arch,criterion,settings", OBJECTIVE_YAMLS, ids=[c[0] for c in OBJECTIVE_YAMLS])
+def test_objective_yamls_carry_the_paper_settings(name, arch, criterion, settings):
+    from omegaconf import OmegaConf
+
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base=None):
         cfg = compose(config_name=name, overrides=["task.data=/data"])
-    assert cfg.model._name == arch and cfg.task._name == "segabert_mlm" and cfg.criterion == "masked_lm_sop"
-    assert cfg.task.sentence_order_prediction and cfg.task.tokens_per_sample == 512 and cfg.task.mask_prob == 0.15
-    assert 8 * cfg.dataset.batch_size * cfg.optimization.update_freq[0] == 4096
-    assert cfg.optimizer._name == "torch_lamb" and list(cfg.optimization.lr) == [0.00176]
-    assert cfg.optimizer.weight_decay == 0.01 and cfg.optimization.clip_norm == 1.0
-    assert cfg.lr_scheduler._name == "polynomial_decay" and cfg.lr_scheduler.power == 1.0
-    assert cfg.lr_scheduler.warmup_updates == 3125 and cfg.lr_scheduler.total_num_update == 125000
-    assert cfg.optimization.max_update == 125000 and cfg.lr_scheduler.end_learning_rate == 0.0
+    assert cfg.model._name == arch and cfg.criterion == criterion
+    for key, value in settings.items():
+        found = OmegaConf.select(cfg, key)
+        assert (list(found) if OmegaConf.is_list(found) else found) == value, key
+    tokens = cfg.task.tokens_per_sample * cfg.dataset.batch_size * cfg.optimization.update_freq[0] * GPUS[name]
+    assert tokens == TOKENS_PER_UPDATE[name]
 
 
 @pytest.fixture(scope="module")
-def objective_corpus(tmp_path_factory):
-    """About 137k tokens of generated WikiText (enough for a few batches of 64 x 512 tokens)."""
+def corpus(tmp_path_factory):
+    """About 40 examples of 512 tokens: two updates of 32."""
     tmp = tmp_path_factory.mktemp("objective_corpus")
+    write_lines(tmp / "corpus.txt", make_documents(260, seed=4))
+    run_cli("segatron-preprocess", "--input-format", "lines", "--trainpref", tmp / "corpus.txt",
+            "--validpref", tmp / "corpus.txt", "--destdir", tmp / "bin")
+    return tmp / "bin"
+
+
+@pytest.mark.end_to_end
+@pytest.mark.parametrize("name,arch,criterion,settings", SPANBERT_YAMLS, ids=[c[0] for c in SPANBERT_YAMLS])
+def test_objective_yamls_train_at_their_shapes(name, arch, criterion, settings, corpus, tmp_path):
+    out = run_cli("fairseq-hydra-train", "--config-dir", CONFIG_DIR, "--config-name", name, f"task.data={corpus}",
+                  f"checkpoint.save_dir={tmp_path / 'ckpt'}", f"common.user_dir={PLUGIN_DIR}",
+                  f"hydra.run.dir={tmp_path / 'hydra'}", "common.cpu=true", "common.fp16=false",
+                  "optimization.max_update=2", "common.log_interval=1",
+                  *[f"+model.{key}={value}" for key, value in NARROW.items()])
+    assert "done training" in out
+    first = int(re.search(r"bsz=([0-9.]+), num_updates=1,", out).group(1))
+    assert first == 32  # the shipped batch of 512-token examples
+    state = torch.load(tmp_path / "ckpt" / "checkpoint_last.pt", map_location="cpu", weights_only=False)
+    assert state["optimizer_history"][-1]["num_updates"] == 2
+    assert state["cfg"]["task"]["tokens_per_sample"] == 512 and state["cfg"]["criterion"]["_name"] == criterion
+    if settings.get("task.span_boundary_objective"):
+        assert "classification_heads.span_boundary.bias" in state["model"]
+        assert re.search(r"mlm_ppl=[0-9.]+, sbo_ppl=[0-9.]+", out)
+
+
+@pytest.fixture(scope="module")
+def albert_corpus(tmp_path_factory):
+    """About 137k tokens of generated WikiText: some 270 examples of 512 tokens, 4 batches of 64 and a short one."""
+    tmp = tmp_path_factory.mktemp("albert_corpus")
     write_wikitext(tmp / "corpus.txt", make_documents(700, seed=3))
     write_wikitext(tmp / "valid.txt", make_documents(10, seed=4))
     run_cli("segatron-preprocess", "--input-format", "wikitext", "--trainpref", tmp / "corpus.txt",
@@ -40,12 +101,13 @@ def objective_corpus(tmp_path_factory):
 
 
 @pytest.mark.end_to_end
-@pytest.mark.parametrize("name,arch", ALBERT_YAMLS)
-def test_albert_configs_train_at_their_shapes(name, arch, objective_corpus, tmp_path):
+@pytest.mark.parametrize("name,arch,criterion,settings", ALBERT_YAMLS, ids=[c[0] for c in ALBERT_YAMLS])
+def test_albert_yamls_train_at_their_shapes(name, arch, criterion, settings, albert_corpus, tmp_path):
     """Each ALBERT yaml as shipped (64 sequences of 512 tokens a batch, update_freq 8, SOP, torch_lamb), only the
-    width narrowed (the 12 shared layers kept): 2 updates on CPU."""
+    width narrowed (the 12 shared layers kept, E 16): 2 updates on CPU (the corpus's epoch of about 270 examples
+    makes each update's group of batches end early)."""
     out = run_cli("fairseq-hydra-train", "--config-dir", CONFIG_DIR, "--config-name", name,
-                  f"task.data={objective_corpus}", f"checkpoint.save_dir={tmp_path / 'ckpt'}",
+                  f"task.data={albert_corpus}", f"checkpoint.save_dir={tmp_path / 'ckpt'}",
                   f"common.user_dir={PLUGIN_DIR}", f"hydra.run.dir={tmp_path / 'hydra'}", "common.cpu=true",
                   "common.fp16=false", "optimization.max_update=2", "+model.encoder_embed_dim=32",
                   "+model.encoder_ffn_embed_dim=64", "+model.encoder_attention_heads=2",
@@ -53,7 +115,7 @@ def test_albert_configs_train_at_their_shapes(name, arch, objective_corpus, tmp_
     assert "done training" in out and "sop_accuracy" in out
     state = torch.load(tmp_path / "ckpt" / "checkpoint_last.pt", map_location="cpu", weights_only=False)
     cfg = state["cfg"]
-    assert state["optimizer_history"][-1]["num_updates"] == 2
+    assert state["optimizer_history"][-1]["num_updates"] == 2 and cfg["criterion"]["_name"] == criterion
     assert cfg["dataset"]["batch_size"] == 64 and cfg["task"]["tokens_per_sample"] == 512
     assert cfg["model"]["share_encoder_layers"] == "all" and cfg["model"]["encoder_layers"] == 12
     assert "encoder.sentence_encoder.layers.0.fc1.weight" in state["model"]

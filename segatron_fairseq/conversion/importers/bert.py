@@ -18,6 +18,13 @@ Their state dict -> ours (N: layer; E = encoder.sentence_encoder):
     cls.predictions.transform.{dense,LayerNorm}, .bias   encoder.lm_head.{dense,layer_norm}, .bias
 The pooler (and an NSP head) has no counterpart: fine-tuning adds its own
 classification heads. Every LayerNorm keeps BERT's epsilon (``--layer-norm-eps``).
+
+SpanBERT's released checkpoints (``hf-spanbert``) are BERT directories without
+the MLM and SBO heads: a ``BertModel`` (keys without ``bert.``) or a
+``BertForPreTraining`` whose ``cls.predictions`` is imported when present
+(``cls.seq_relationship``, NSP, is not). Without it the MLM head is fresh
+(``fresh_mlm_head``: dense N(0, 0.02), LayerNorm 1 / 0, bias 0, decoder tied
+to the word embeddings), to be trained before its predictions mean anything.
 """
 from typing import Dict, List, Tuple
 
@@ -34,6 +41,25 @@ _QKV = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj")
 
 def is_segabert(state: Dict[str, Tensor]) -> bool:
     return "bert.embeddings.token_position_embeddings.weight" in state
+
+
+def with_bert_prefix(state: Dict[str, Tensor]) -> Dict[str, Tensor]:
+    """A ``BertModel`` state dict (``embeddings.*``, ``encoder.*``,
+    ``pooler.*``) under ``bert.`` as ``BertFor*`` models save it; others as they are."""
+    if "embeddings.word_embeddings.weight" not in state:
+        return state
+    return {("bert." + key if key.split(".")[0] in ("embeddings", "encoder", "pooler") else key): value
+            for key, value in state.items()}
+
+
+def _fresh_mlm_head(hidden: int, vocabulary_size: int) -> Dict[str, Tensor]:
+    """BERT's initial MLM head (``cls.predictions.*`` names), drawn with seed 0."""
+    generator = torch.Generator().manual_seed(0)
+    return {"cls.predictions.transform.dense.weight": torch.randn(hidden, hidden, generator=generator) * 0.02,
+            "cls.predictions.transform.dense.bias": torch.zeros(hidden),
+            "cls.predictions.transform.LayerNorm.weight": torch.ones(hidden),
+            "cls.predictions.transform.LayerNorm.bias": torch.zeros(hidden),
+            "cls.predictions.bias": torch.zeros(vocabulary_size)}
 
 
 def _arguments(config: Dict, segabert: bool, source: str) -> List[str]:
@@ -85,10 +111,15 @@ def _layer_state(state: Dict[str, Tensor], layer: int) -> Dict[str, Tensor]:
 
 
 def convert(state: Dict[str, Tensor], config: Dict, vocabulary: MappedWordPiece, source: str,
-            config_source: str) -> Tuple[List[str], Dict[str, Tensor]]:
+            config_source: str, fresh_mlm_head: bool = False) -> Tuple[List[str], Dict[str, Tensor]]:
     """``state``: their state dict (read from ``source``); ``config``: their
     config.json (``config_source``). Returns the fairseq-train arguments (task
-    ``segabert_mlm``) and our state dict."""
+    ``segabert_mlm``) and our state dict. ``fresh_mlm_head``: a state without
+    ``cls.predictions`` gets BERT's initial MLM head (SpanBERT's releases)."""
+    if fresh_mlm_head and "cls.predictions.bias" not in state:
+        word = state.get("bert.embeddings.word_embeddings.weight")
+        if word is not None:
+            state = {**state, **_fresh_mlm_head(word.size(1), word.size(0))}
     try:
         arguments = _arguments(config, is_segabert(state), config_source)
     except KeyError as err:

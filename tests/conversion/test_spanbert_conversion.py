@@ -1,0 +1,96 @@
+"""SpanBERT and conversion: segatron-import hf-spanbert of random BertModel / BertForPreTraining directories
+(SpanBERT's released layout; transformers==4.35.2) to 1e-5, and segatron-export of a checkpoint trained with the span
+boundary objective (the head, which has no Hugging Face counterpart, left out) loaded by transformers to 1e-5."""
+import pytest
+import torch
+from conftest import fairseq_train, run_cli
+from test_huggingface_importers import _bert_vocab
+
+SPANBERT_CONFIG = dict(vocab_size=60, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                       intermediate_size=64, max_position_embeddings=40, type_vocab_size=2, hidden_dropout_prob=0.0,
+                       attention_probs_dropout_prob=0.0)
+
+
+def _spanbert_directory(directory, model_class):
+    """A random ``model_class`` (BertModel: SpanBERT's hub layout, no heads) saved with save_pretrained, every
+    parameter drawn at a visible scale, and its vocab.txt."""
+    import transformers
+
+    torch.manual_seed(0)
+    model = getattr(transformers, model_class)(transformers.BertConfig(**SPANBERT_CONFIG)).eval()
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            parameter.normal_(1.0 if "LayerNorm.weight" in name else 0.0, 0.3)
+    model.save_pretrained(directory)
+    (directory / "vocab.txt").write_text("\n".join(_bert_vocab(60)) + "\n")
+    return model
+
+
+def _inputs():
+    ids = torch.randint(5, 60, (2, 30), generator=torch.Generator().manual_seed(2))
+    ids[:, 0], ids[0, 19], ids[0, 20:], ids[1, -1] = 2, 3, 0, 3  # [CLS] ... [SEP] [PAD]...
+    return ids, ids.ne(0)
+
+
+@pytest.mark.parametrize("model_class", ["BertModel", "BertForPreTraining"])
+def test_hf_spanbert_reproduces_the_encoder(tmp_path, model_class):
+    """Hidden states to 1e-5 (token type 0, as SpanBERT); a BertForPreTraining's MLM logits too, while a
+    BertModel (no heads, as the hub's SpanBERT) gets a fresh MLM head: zero bias, decoder tied to the embeddings."""
+    from fairseq import checkpoint_utils
+
+    from segatron_fairseq.conversion.importers.wordpiece_vocabulary import map_wordpiece
+
+    hf_model = _spanbert_directory(tmp_path / "hf", model_class)
+    out = run_cli("segatron-import", "hf-spanbert", "--model-dir", tmp_path / "hf", "--out", tmp_path / "imported")
+    assert "checkpoint.pt" in out
+    models, _, _ = checkpoint_utils.load_model_ensemble_and_task([str(tmp_path / "imported" / "checkpoint.pt")])
+    model = models[0].eval()
+    assert len(model.encoder.segment_embeddings) == 0  # the BERT baseline (segabert_bert)
+    index = map_wordpiece(_bert_vocab(60), "vocab").index
+    ids, real = _inputs()
+    with torch.no_grad():
+        bert = hf_model if model_class == "BertModel" else hf_model.bert
+        theirs = bert(input_ids=ids, attention_mask=real.long()).last_hidden_state
+        features, _ = model(index[ids], features_only=True)
+        torch.testing.assert_close(features[real], theirs[real], rtol=0, atol=1e-5)
+        head = model.encoder.lm_head
+        assert head.weight is model.encoder.sentence_encoder.embed_tokens.weight
+        if model_class == "BertForPreTraining":
+            logits = hf_model(input_ids=ids, attention_mask=real.long()).prediction_logits
+            torch.testing.assert_close(model(index[ids])[0][..., index][real], logits[real], rtol=0, atol=1e-5)
+        else:
+            assert not head.bias.any() and torch.equal(head.layer_norm.weight, torch.ones(32))
+            assert 0.01 < float(head.dense.weight.std()) < 0.03
+
+
+def test_hf_bert_still_needs_the_mlm_head(tmp_path):
+    _spanbert_directory(tmp_path / "hf", "BertModel")
+    out = run_cli("segatron-import", "hf-bert", "--model-dir", tmp_path / "hf", "--out", tmp_path / "x",
+                  expect_ok=False)
+    assert "not a BERT masked LM of this layout" in out and not (tmp_path / "x" / "checkpoint.pt").exists()
+
+
+def test_sbo_checkpoint_exports_without_its_head(segabert_corpus, tmp_path):
+    """A segabert_bert_tiny trained with the span boundary objective exports as a plain BertForMaskedLM (a warning
+    names the head left out); transformers' logits and hidden states equal ours to 1e-5."""
+    from transformers import BertForMaskedLM
+
+    from segatron_fairseq.models.segabert import SegaBERTModel
+
+    fairseq_train(segabert_corpus, task="segabert_mlm", arch="segabert_bert_tiny", criterion="span_boundary_mlm",
+                  save_dir=tmp_path / "sbo", extra=["--mask-span", "span", "--span-boundary-objective",
+                                                    "--tokens-per-sample", 32, "--batch-size", 8, "--max-update", 2,
+                                                    "--no-epoch-checkpoints", "--disable-validation"])
+    checkpoint = tmp_path / "sbo" / "checkpoint_last.pt"
+    out = run_cli("segatron-export", "hf", "--checkpoint", checkpoint, "--data", segabert_corpus,
+                  "--out", tmp_path / "hf")
+    assert "classification heads span_boundary are not exported" in out
+    hub = SegaBERTModel.from_pretrained(str(checkpoint.parent), checkpoint.name, str(segabert_corpus))
+    assert "span_boundary" in hub.model.classification_heads
+    encoded = hub.encode("the crab lives near a reef", "it hides under ledge")
+    exported = BertForMaskedLM.from_pretrained(tmp_path / "hf").eval()
+    with torch.no_grad():
+        inputs = dict(input_ids=encoded["src_tokens"], token_type_ids=encoded["token_type"])
+        torch.testing.assert_close(exported(**inputs).logits, hub.model(**encoded)[0], rtol=0, atol=1e-5)
+        torch.testing.assert_close(exported.bert(**inputs).last_hidden_state, hub.extract_features(encoded),
+                                   rtol=0, atol=1e-5)

@@ -196,3 +196,20 @@ def test_torch_lamb_against_a_by_hand_update():
             expected[k] = expected[k] - lr * ratio * u
         torch.testing.assert_close(weight.detach(), expected["w"])
         torch.testing.assert_close(bias.detach(), expected["b"])
+
+
+def test_sop_and_its_criterion_go_together(corpus):
+    from fairseq.dataclass import FairseqDataclass
+
+    from segatron_fairseq.tasks.segabert_mlm import SegaBERTMLMConfig, SegaBERTMLMTask
+
+    def criterion(name, sop):
+        task = SegaBERTMLMTask.setup_task(SegaBERTMLMConfig(data=str(corpus), seed=1, sentence_order_prediction=sop))
+        cfg = FairseqDataclass()
+        cfg._name = name
+        return task.build_criterion(cfg)
+
+    with pytest.raises(ValueError, match="--sentence-order-prediction needs --criterion masked_lm_sop, not masked_lm"):
+        criterion("masked_lm", True)
+    with pytest.raises(ValueError, match="--criterion masked_lm_sop needs --sentence-order-prediction"):
+        criterion("masked_lm_sop", False)

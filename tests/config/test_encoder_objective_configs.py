@@ -26,7 +26,8 @@ ALBERT = {"task.tokens_per_sample": 512, "task.mask_prob": 0.15, "task.sentence_
           "optimizer._name": "torch_lamb", "optimization.lr": [0.00176], "optimizer.weight_decay": 0.01,
           "lr_scheduler._name": "polynomial_decay", "lr_scheduler.warmup_updates": 3125,
           "lr_scheduler.total_num_update": 125000, "lr_scheduler.power": 1.0, "lr_scheduler.end_learning_rate": 0.0,
-          "optimization.max_update": 125000, "optimization.clip_norm": 1.0}
+          "optimization.max_update": 125000, "optimization.clip_norm": 1.0, "common.fp16": True,
+          "common.fp16_no_flatten_grads": True}
 OBJECTIVE_YAMLS = [("spanbert_base", "segabert_base", "span_boundary_mlm", SPANBERT),
                    ("spanbert_bert_base", "segabert_bert_base", "span_boundary_mlm", SPANBERT),
                    ("albert_base", "segabert_albert_base", "masked_lm_sop", ALBERT),

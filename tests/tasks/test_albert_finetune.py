@@ -69,3 +69,11 @@ def test_albert_checkpoint_finetunes_on_glue_and_predicts(segabert_corpus, tmp_p
                   "--out", tmp_path / "submission", "--cpu")
     assert "7 predictions -> SST-2.tsv" in out
     assert len((tmp_path / "submission" / "SST-2.tsv").read_text().splitlines()) == 8
+
+
+@pytest.mark.end_to_end
+def test_torch_lamb_under_fairseqs_fp16_optimizer(segabert_corpus, tmp_path):
+    """The yamls' fp16 with torch_lamb: fairseq's FP16Optimizer keeps one fp32 copy per tensor
+    (fp16_no_flatten_grads, so that the trust ratio stays per tensor) and trains."""
+    out = _pretrain(segabert_corpus, tmp_path / "fp16", 2, "--fp16", "--fp16-no-flatten-grads")
+    assert "loss_scale" in out and "done training" in out

@@ -3,6 +3,7 @@
     segatron-export hf --checkpoint checkpoint_best.pt --data CORPUS --out DIR
 
 writes a Hugging Face directory: ``BertForMaskedLM`` for a segabert_bert_* model,
+``AlbertForMaskedLM`` for one with a factorized embedding or shared layers (segabert_bert_albert_*),
 ``SegaBertForMaskedLM`` for SegaBERT and ``CrossThoughtForMaskedLM`` for Cross-Thought
 (remote code, ``trust_remote_code=True``).
 CORPUS is the segatron-preprocess directory whose sub-words the tokenizer files
@@ -15,7 +16,7 @@ from segatron_fairseq.cli.user_errors import check_output
 def _hf(args) -> str:
     import os
 
-    from segatron_fairseq.conversion.exporters import huggingface_bert, huggingface_cross_thought
+    from segatron_fairseq.conversion.exporters import huggingface_albert, huggingface_bert, huggingface_cross_thought
     from segatron_fairseq.hub.checkpoints import checkpoint_model_name, load_checkpoint, read_checkpoint
     from segatron_preprocess import subwords
     from segatron_preprocess.corpus_format import read_metadata
@@ -32,6 +33,8 @@ def _hf(args) -> str:
     loaded = load_checkpoint(args.checkpoint, model_name, os.path.abspath(args.data), corpus_option="--data",
                              state=state)
     words = subwords.of_corpus(args.data, read_metadata(args.data))
+    if model_name == "segabert" and huggingface_albert.is_albert(loaded.model.args):
+        exporters[model_name] = huggingface_albert  # a factorized embedding or shared layers
     exporters[model_name].export(loaded.model.eval(), loaded.task.source_dictionary, words, args.out)
     return args.out
 

@@ -5,6 +5,7 @@
     segatron-import authors-segabert --model-dir segabert-base --out DIR
     segatron-import hf-bert --model-dir bert-base-uncased --out DIR
     segatron-import hf-spanbert --model-dir spanbert-base-cased --out DIR
+    segatron-import hf-albert --model-dir albert-base-v2 --out DIR
     segatron-import authors-cross-thought --checkpoint cross-thought.pt --dict dict.txt --out DIR
 
 write DIR/dict.txt and DIR/checkpoint.pt (a DIR that holds either is refused: nothing is replaced).
@@ -82,6 +83,20 @@ def _bert(args, segabert: bool, spanbert: bool = False) -> str:
     return write_checkpoint(args.out, vocabulary.dictionary, "segabert_mlm", arguments, converted)
 
 
+def _hf_albert(args) -> str:
+    check_out(args)
+    from segatron_fairseq.conversion.importers import albert
+    from segatron_fairseq.conversion.importers.fairseq_checkpoint import write_checkpoint
+    from segatron_fairseq.conversion.importers.huggingface_files import find_file, read_config, read_weights
+
+    config_path, config = read_config(args.model_dir, "albert")
+    state_path, state = read_weights(args.model_dir)
+    vocab_path = find_file(args.model_dir, ("spiece.model",), "sentencepiece model")
+    vocabulary = albert.map_albert_vocabulary(albert.read_sentencepiece_vocab(vocab_path), vocab_path)
+    arguments, converted = albert.convert(state, config, vocabulary, state_path, config_path)
+    return write_checkpoint(args.out, vocabulary.dictionary, "segabert_mlm", arguments, converted)
+
+
 def _authors_cross_thought(args) -> str:
     check_out(args)
     from fairseq.checkpoint_utils import load_checkpoint_file
@@ -130,6 +145,13 @@ def cli_main(argv=None) -> None:
                                 help="config.json, model.safetensors or pytorch_model.bin, vocab.txt")
         subcommand.add_argument("--out", required=True, help="output directory (dict.txt, checkpoint.pt)")
         subcommand.set_defaults(run=functools.partial(_bert, segabert=segabert, spanbert=spanbert))
+    hf_albert = formats.add_parser("hf-albert", help="a Hugging Face AlbertForMaskedLM or AlbertForPreTraining "
+                                   "directory (its sentence-order classifier as the sentence_order head), as the "
+                                   "baseline without index tables")
+    hf_albert.add_argument("--model-dir", required=True,
+                           help="config.json, model.safetensors or pytorch_model.bin, spiece.model")
+    hf_albert.add_argument("--out", required=True, help="output directory (dict.txt, checkpoint.pt)")
+    hf_albert.set_defaults(run=_hf_albert)
     cross = formats.add_parser("authors-cross-thought", help="the Cross-Thought authors' released checkpoint "
                                "(their fairseq 0.10 RoBERTa)")
     cross.add_argument("--checkpoint", required=True, help="their checkpoint (fairseq's torch.save format)")

@@ -11,3 +11,12 @@ ENCODER_LAYER_KEYS = {"self_attn.q_proj": "attention.self.query", "self_attn.k_p
                       "fc2": "output.dense", "final_layer_norm": "output.LayerNorm"}
 # activations both name alike (BERT's "gelu" is the exact one, as fairseq's)
 ACTIVATIONS = ("gelu", "relu")
+# fairseq's TransformerEncoderLayer -> AlbertLayer (post-norm too), per .weight / .bias
+ALBERT_LAYER_KEYS = {"self_attn.q_proj": "attention.query", "self_attn.k_proj": "attention.key",
+                     "self_attn.v_proj": "attention.value", "self_attn.out_proj": "attention.dense",
+                     "self_attn_layer_norm": "attention.LayerNorm", "fc1": "ffn", "fc2": "ffn_output",
+                     "final_layer_norm": "full_layer_layer_norm"}
+# Hugging Face's activation names -> fairseq's (ALBERT's gelu_new is the tanh form, fairseq's gelu_accurate)
+HF_ACTIVATIONS = {"gelu": "gelu", "relu": "relu", "gelu_new": "gelu_accurate"}
+# ALBERT's sentencepiece specials named as BERT's (the rest of BERT_SPECIAL_NAMES it spells as BERT does)
+ALBERT_SPECIAL_NAMES = {"<pad>": "[PAD]", "<unk>": "[UNK]"}

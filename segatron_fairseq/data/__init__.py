@@ -2,6 +2,7 @@ from .document_examples import DocumentExampleDataset, SentenceTable
 from .field_dataset import FieldDataset, SumDataset
 from .segment_indexed_dataset import SegmentIndexedDataset, SegmentItem
 from .segment_stream_dataset import SegmentStreamDataset
+from .sentence_order import SentenceOrderDataset
 from .short_sequences import ShortSequenceDataset, ShortSequenceSampleDataset
 
 __all__ = [
@@ -10,6 +11,7 @@ __all__ = [
     "SegmentIndexedDataset",
     "SegmentItem",
     "SegmentStreamDataset",
+    "SentenceOrderDataset",
     "SentenceTable",
     "ShortSequenceDataset",
     "ShortSequenceSampleDataset",

@@ -26,7 +26,8 @@ from torch import nn
 from segatron_fairseq.hub.checkpoints import DEFAULT_CHECKPOINT, load_pretrained
 from segatron_fairseq.hub.segabert import SegaBERTHubInterface
 from segatron_fairseq.models.architecture_defaults import TINY_ENCODER, register_architecture, set_defaults
-from segatron_fairseq.modules import FactorizedLMHead, FactorizedTransformerEncoder
+from segatron_fairseq.modules import FactorizedLMHead, FactorizedTransformerEncoder, share_layers
+from segatron_fairseq.modules.shared_layers import SHARING
 from segatron_fairseq.segments import TABLE_SIZES
 
 logger = logging.getLogger(__name__)
@@ -64,6 +65,8 @@ class SegaBERTEncoder(RobertaEncoder):
     def build_encoder(self, args, dictionary, embed_tokens):
         encoder = FactorizedTransformerEncoder(args, dictionary, embed_tokens)
         encoder.apply(init_bert_params)
+        share_layers(encoder, safe_getattr(args, "share_encoder_layers", None) or "none",
+                     safe_getattr(args, "encoder_layer_groups", None) or 1)
         return encoder
 
     def build_lm_head(self, embed_dim, output_dim, activation_fn, weight):
@@ -127,6 +130,12 @@ class SegaBERTModel(RobertaModel):
         parser.add_argument("--factorized-embed-dim", type=int,
                             help="ALBERT's factorized embedding: tables of this width, projected to "
                                  "--encoder-embed-dim (default: no factorization)")
+        parser.add_argument("--share-encoder-layers", choices=SHARING,
+                            help="ALBERT's cross-layer sharing: the whole layer (all), the self-attention or "
+                                 "the feed-forward block (default: none)")
+        parser.add_argument("--encoder-layer-groups", type=int,
+                            help="with --share-encoder-layers: groups of layers sharing weights, layer l in "
+                                 "group floor(l*G/L) (ALBERT's num_hidden_groups; default 1)")
         parser.add_argument("--layer-norm-eps", type=float,
                             help="epsilon of every LayerNorm (default 1e-5; BERT checkpoints use 1e-12)")
 
@@ -208,6 +217,25 @@ for _arch, _segment_positions, _roberta, _tiny in (("segabert_base", True, base_
                                                    ("segabert_tiny", True, base_architecture, True),
                                                    ("segabert_bert_tiny", False, base_architecture, True)):
     register_architecture("segabert", _arch, segabert_architecture, _segment_positions, _roberta, _tiny)
+
+# ALBERT's sizes (layers, hidden size, heads); the feed-forward width is 4 H, the embedding E = 128
+ALBERT_SIZES = {"base": (12, 768, 12), "large": (24, 1024, 16), "xlarge": (24, 2048, 32), "xxlarge": (12, 4096, 64)}
+
+
+def albert_architecture(args, segment_positions: bool, size: str) -> None:
+    """ALBERT (Lan et al., 2020) on the SegaBERT encoder: factorized embedding
+    (E = 128), every layer sharing one layer's weights, the tanh GeLU
+    (``gelu_accurate``), BERT's two token types; with or without the index tables."""
+    layers, hidden, heads = ALBERT_SIZES[size]
+    set_defaults(args, encoder_layers=layers, encoder_embed_dim=hidden, encoder_ffn_embed_dim=4 * hidden,
+                 encoder_attention_heads=heads, factorized_embed_dim=128, share_encoder_layers="all",
+                 encoder_layer_groups=1, activation_fn="gelu_accurate")
+    segabert_architecture(args, segment_positions, base_architecture)
+
+
+for _size in ALBERT_SIZES:
+    register_architecture("segabert", f"segabert_albert_{_size}", albert_architecture, True, _size)
+    register_architecture("segabert", f"segabert_bert_albert_{_size}", albert_architecture, False, _size)
 
 
 __all__ = ["SegaBERTEncoder", "SegaBERTModel"]

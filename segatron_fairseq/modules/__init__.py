@@ -11,6 +11,7 @@ from .segment_distances import (
     sinusoid_table,
 )
 from .segment_relative_attention import SegmentRelativeMultiheadAttention, rel_shift
+from .shared_layers import share_layers
 
 __all__ = [
     "BiasedAdaptiveSoftmax",
@@ -25,5 +26,6 @@ __all__ = [
     "last_query_distances",
     "rel_shift",
     "segment_part_dims",
+    "share_layers",
     "sinusoid_table",
 ]

@@ -6,7 +6,9 @@ from fairseq's ``MaskTokensDataset`` (deterministic per seed, epoch and
 index), the loss from fairseq's ``masked_lm`` criterion. With ``--mask-span
 span|sentence`` the masking is ``SpanMaskDataset``'s (SpanBERT's spans, or our
 whole sentences), and ``--span-boundary-objective`` adds SpanBERT's span
-boundary head to the model (criterion ``span_boundary_mlm``). Each batch also
+boundary head to the model (criterion ``span_boundary_mlm``). With
+``--sentence-order-prediction``, ALBERT's SOP examples (``tasks.sentence_order``)
+and the ``masked_lm_sop`` criterion. Each batch also
 counts the examples whose segment indexes had to be shifted or clipped to fit
 the embedding tables; they are logged as ``index_shifted`` / ``index_clipped``.
 """
@@ -26,7 +28,13 @@ from fairseq.data import (
 )
 from fairseq.tasks import register_task
 
-from segatron_fairseq.data import DocumentExampleDataset, FieldDataset, SegmentIndexedDataset, SumDataset
+from segatron_fairseq.data import (
+    DocumentExampleDataset,
+    FieldDataset,
+    SegmentIndexedDataset,
+    SentenceOrderDataset,
+    SumDataset,
+)
 from segatron_fairseq.models.task_heads import SpanBoundaryHead
 from segatron_fairseq.segments import MASK_SYMBOL, TABLE_SIZES
 from segatron_fairseq.tasks.masking import (
@@ -35,6 +43,7 @@ from segatron_fairseq.tasks.masking import (
     span_mask_dataset,
     whole_word_starts,
 )
+from segatron_fairseq.tasks.sentence_order import register_sentence_order_head, sentence_order_fields
 from segatron_fairseq.tasks.single_dictionary_task import SingleDictionaryTask
 
 logger = logging.getLogger(__name__)
@@ -53,6 +62,9 @@ class SegaBERTMLMConfig(MaskingConfig):
     span_boundary_objective: bool = field(default=False, metadata={
         "help": "SpanBERT's span boundary objective: a head predicting each masked token from its span's boundary "
                 "outputs (needs --mask-span span|sentence and --criterion span_boundary_mlm)"})
+    sentence_order_prediction: bool = field(default=False, metadata={
+        "help": "ALBERT's sentence-order prediction: examples [CLS] A [SEP] B [SEP], 50% swapped, and a "
+                "sentence_order head (criterion masked_lm_sop)"})
 
 
 SPAN_BOUNDARY_HEAD = "span_boundary"  # the head's name in the model's classification_heads
@@ -86,6 +98,8 @@ class SegaBERTMLMTask(SingleDictionaryTask):
             if table is not None and table.num_embeddings < limit:
                 raise ValueError(f"the model's {name} table has {table.num_embeddings} rows but the task "
                                  f"allows indexes up to {limit - 1} (--max-{name}-index)")
+        if self.cfg.sentence_order_prediction:
+            register_sentence_order_head(model)
         if self.cfg.span_boundary_objective:
             if not hasattr(model, "register_task_head"):
                 raise ValueError(f"--span-boundary-objective needs a segabert model, not {type(model).__name__}")
@@ -99,11 +113,15 @@ class SegaBERTMLMTask(SingleDictionaryTask):
         name = getattr(cfg, "_name", None)
         if self.cfg.span_boundary_objective and name != "span_boundary_mlm":
             raise ValueError(f"--span-boundary-objective needs --criterion span_boundary_mlm, not {name}")
+        if self.cfg.sentence_order_prediction != (name == "masked_lm_sop"):
+            raise ValueError(f"--sentence-order-prediction needs --criterion masked_lm_sop, not {name}"
+                             if self.cfg.sentence_order_prediction else
+                             "--criterion masked_lm_sop needs --sentence-order-prediction")
         return super().build_criterion(cfg)
 
     def load_dataset(self, split: str, epoch: int = 1, combine: bool = False, **kwargs):
         prefix = os.path.join(self.cfg.data, split)
-        examples = DocumentExampleDataset(
+        examples = (SentenceOrderDataset if self.cfg.sentence_order_prediction else DocumentExampleDataset)(
             SegmentIndexedDataset(prefix, len(self.dictionary)), self.dictionary.bos(), self.dictionary.eos(),
             self.cfg.tokens_per_sample, self.index_limits, self.cfg.seed, self.cfg.examples_per_epoch,
         )
@@ -124,6 +142,7 @@ class SegaBERTMLMTask(SingleDictionaryTask):
             source, target = FieldDataset(masked, "source"), FieldDataset(masked, "target")
             spans = {name: RightPadDataset(FieldDataset(masked, name), pad_idx=-1 if name == "span_offset" else 0)
                      for name in ("span_left", "span_right", "span_offset")}
+        sop_inputs, sop_fields = sentence_order_fields(examples) if self.cfg.sentence_order_prediction else ({}, {})
         self.datasets[split] = NestedDictionaryDataset(
             {
                 "id": IdDataset(),
@@ -132,6 +151,7 @@ class SegaBERTMLMTask(SingleDictionaryTask):
                     "src_lengths": NumelDataset(source, reduce=False),
                     **{f"{name}_index": RightPadDataset(FieldDataset(examples, name), pad_idx=0)
                        for name in self.index_limits},
+                    **sop_inputs,
                 },
                 "target": RightPadDataset(target, pad_idx=pad),
                 **spans,
@@ -139,6 +159,7 @@ class SegaBERTMLMTask(SingleDictionaryTask):
                 "ntokens": NumelDataset(source, reduce=True),
                 "index_shifted": SumDataset(examples, "shifted"),
                 "index_clipped": SumDataset(examples, "clipped"),
+                **sop_fields,
             },
             sizes=[examples.sizes],
         )

@@ -1,4 +1,4 @@
-"""The encoder pre-training objectives' yamls (SpanBERT, ...): each composes with its paper's settings, and each
+"""The encoder pre-training objectives' yamls (SpanBERT, ALBERT, ...): each composes with its paper's settings, and each
 trains at its shapes (the shipped task and dataset settings, only the model narrowed as the fine-tuning yamls'
 NARROW) for 2 updates on CPU. Every shipped yaml is named in some test."""
 import ast
@@ -7,7 +7,7 @@ import re
 import pytest
 import torch
 from conftest import PLUGIN_DIR, ROOT, run_cli
-from corpus import make_documents, write_lines
+from corpus import make_documents, write_lines, write_wikitext
 from hydra import compose, initialize_config_dir
 from test_finetuning_configs import NARROW
 
@@ -21,10 +21,23 @@ SPANBERT = {"task.tokens_per_sample": 512, "task.mask_prob": 0.15, "task.leave_u
             "lr_scheduler.total_num_update": 2400000, "lr_scheduler.power": 1.0,
             "lr_scheduler.end_learning_rate": 0.0, "optimization.max_update": 2400000,
             "optimization.clip_norm": 1.0, "common.fp16": True}
+# ALBERT's recipe: MLM + SOP, batch 4096 x 512 tokens, LAMB lr 0.00176, 3125 warm-up steps, 125K steps
+ALBERT = {"task.tokens_per_sample": 512, "task.mask_prob": 0.15, "task.sentence_order_prediction": True,
+          "optimizer._name": "torch_lamb", "optimization.lr": [0.00176], "optimizer.weight_decay": 0.01,
+          "lr_scheduler._name": "polynomial_decay", "lr_scheduler.warmup_updates": 3125,
+          "lr_scheduler.total_num_update": 125000, "lr_scheduler.power": 1.0, "lr_scheduler.end_learning_rate": 0.0,
+          "optimization.max_update": 125000, "optimization.clip_norm": 1.0, "common.fp16": True,
+          "common.fp16_no_flatten_grads": True}
 OBJECTIVE_YAMLS = [("spanbert_base", "segabert_base", "span_boundary_mlm", SPANBERT),
-                   ("spanbert_bert_base", "segabert_bert_base", "span_boundary_mlm", SPANBERT)]
-GPUS = {"spanbert_base": 8, "spanbert_bert_base": 8}  # the GPUs each yaml's comment counts
-TOKENS_PER_UPDATE = {"spanbert_base": 256 * 512, "spanbert_bert_base": 256 * 512}
+                   ("spanbert_bert_base", "segabert_bert_base", "span_boundary_mlm", SPANBERT),
+                   ("albert_base", "segabert_albert_base", "masked_lm_sop", ALBERT),
+                   ("albert_bert_base", "segabert_bert_albert_base", "masked_lm_sop", ALBERT)]
+SPANBERT_YAMLS = [config for config in OBJECTIVE_YAMLS if config[0].startswith("spanbert_")]
+ALBERT_YAMLS = [config for config in OBJECTIVE_YAMLS if config[0].startswith("albert_")]
+# the GPUs each yaml's comment counts
+GPUS = {"spanbert_base": 8, "spanbert_bert_base": 8, "albert_base": 8, "albert_bert_base": 8}
+TOKENS_PER_UPDATE = {"spanbert_base": 256 * 512, "spanbert_bert_base": 256 * 512, "albert_base": 4096 * 512,
+                     "albert_bert_base": 4096 * 512}
 
 
 def test_every_shipped_yaml_is_tested():
@@ -59,7 +72,7 @@ def corpus(tmp_path_factory):
 
 
 @pytest.mark.end_to_end
-@pytest.mark.parametrize("name,arch,criterion,settings", OBJECTIVE_YAMLS, ids=[c[0] for c in OBJECTIVE_YAMLS])
+@pytest.mark.parametrize("name,arch,criterion,settings", SPANBERT_YAMLS, ids=[c[0] for c in SPANBERT_YAMLS])
 def test_objective_yamls_train_at_their_shapes(name, arch, criterion, settings, corpus, tmp_path):
     out = run_cli("fairseq-hydra-train", "--config-dir", CONFIG_DIR, "--config-name", name, f"task.data={corpus}",
                   f"checkpoint.save_dir={tmp_path / 'ckpt'}", f"common.user_dir={PLUGIN_DIR}",
@@ -75,3 +88,38 @@ def test_objective_yamls_train_at_their_shapes(name, arch, criterion, settings, 
     if settings.get("task.span_boundary_objective"):
         assert "classification_heads.span_boundary.bias" in state["model"]
         assert re.search(r"mlm_ppl=[0-9.]+, sbo_ppl=[0-9.]+", out)
+
+
+@pytest.fixture(scope="module")
+def albert_corpus(tmp_path_factory):
+    """About 137k tokens of generated WikiText: some 270 examples of 512 tokens, 4 batches of 64 and a short one."""
+    tmp = tmp_path_factory.mktemp("albert_corpus")
+    write_wikitext(tmp / "corpus.txt", make_documents(700, seed=3))
+    write_wikitext(tmp / "valid.txt", make_documents(10, seed=4))
+    run_cli("segatron-preprocess", "--input-format", "wikitext", "--trainpref", tmp / "corpus.txt",
+            "--validpref", tmp / "valid.txt", "--destdir", tmp / "bin")
+    return tmp / "bin"
+
+
+@pytest.mark.end_to_end
+@pytest.mark.parametrize("name,arch,criterion,settings", ALBERT_YAMLS, ids=[c[0] for c in ALBERT_YAMLS])
+def test_albert_yamls_train_at_their_shapes(name, arch, criterion, settings, albert_corpus, tmp_path):
+    """Each ALBERT yaml as shipped (64 sequences of 512 tokens a batch, update_freq 8, SOP, torch_lamb), only the
+    width narrowed (the 12 shared layers kept, E 16): 2 updates on CPU (the corpus's epoch of about 270 examples
+    makes each update's group of batches end early)."""
+    out = run_cli("fairseq-hydra-train", "--config-dir", CONFIG_DIR, "--config-name", name,
+                  f"task.data={albert_corpus}", f"checkpoint.save_dir={tmp_path / 'ckpt'}",
+                  f"common.user_dir={PLUGIN_DIR}", f"hydra.run.dir={tmp_path / 'hydra'}", "common.cpu=true",
+                  "common.fp16=false", "optimization.max_update=2", "+model.encoder_embed_dim=32",
+                  "+model.encoder_ffn_embed_dim=64", "+model.encoder_attention_heads=2",
+                  "+model.factorized_embed_dim=16")
+    assert "done training" in out and "sop_accuracy" in out
+    state = torch.load(tmp_path / "ckpt" / "checkpoint_last.pt", map_location="cpu", weights_only=False)
+    cfg = state["cfg"]
+    assert state["optimizer_history"][-1]["num_updates"] == 2 and cfg["criterion"]["_name"] == criterion
+    assert cfg["dataset"]["batch_size"] == 64 and cfg["task"]["tokens_per_sample"] == 512
+    assert cfg["model"]["share_encoder_layers"] == "all" and cfg["model"]["encoder_layers"] == 12
+    assert "encoder.sentence_encoder.layers.0.fc1.weight" in state["model"]
+    assert "encoder.sentence_encoder.layers.1.fc1.weight" not in state["model"]
+    assert "classification_heads.sentence_order.out_proj.weight" in state["model"]
+    assert ("encoder.segment_embeddings.paragraph.weight" in state["model"]) == (name == "albert_base")

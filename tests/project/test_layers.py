@@ -18,7 +18,8 @@ LAYERS = [
     ("evaluation, generation", ["segatron_fairseq.evaluation", "segatron_fairseq.generation"]),
     ("hub", ["segatron_fairseq.hub"]),
     ("models", ["segatron_fairseq.models"]),
-    ("tasks, criterions", ["segatron_fairseq.tasks", "segatron_fairseq.criterions"]),
+    ("tasks, criterions, optimizers", ["segatron_fairseq.tasks", "segatron_fairseq.criterions",
+                                       "segatron_fairseq.optim"]),
     ("plugin", ["segatron_fairseq"]),  # the package itself: what --user-dir imports
     ("conversion", ["segatron_fairseq.conversion"]),
     ("cli", ["segatron_fairseq.cli"]),

@@ -84,6 +84,19 @@ def _arguments(config: Dict, segabert: bool, source: str) -> List[str]:
     return [str(a) for a in arguments]
 
 
+def map_rows(rows: Tensor, index: Tensor) -> Tensor:
+    """Their table's rows (one per id) at our ids (``index``: their id -> ours)."""
+    table = rows.new_zeros(rows.shape)
+    table[index] = rows
+    return table
+
+
+def fairseq_positions(positions: Tensor) -> Tensor:
+    """Their learned position table with the 2 rows fairseq's learned
+    positions skip (they start after the padding index)."""
+    return torch.cat([positions.new_zeros(2, positions.size(1)), positions])
+
+
 def _layer_state(state: Dict[str, Tensor], layer: int) -> Dict[str, Tensor]:
     theirs, ours = f"bert.encoder.layer.{layer}.", f"encoder.sentence_encoder.layers.{layer}."
     converted = {}
@@ -130,9 +143,7 @@ def _convert(state, config, vocabulary, source):
         untied.append("--untie-weights-roberta")
 
     def mapped(rows: Tensor) -> Tensor:
-        table = rows.new_zeros(rows.shape)
-        table[vocabulary.index] = rows
-        return table
+        return map_rows(rows, vocabulary.index)
 
     prefix = "encoder.sentence_encoder."
     converted = {prefix + "embed_tokens.weight": mapped(word), "encoder.lm_head.weight": mapped(decoder),
@@ -149,7 +160,7 @@ def _convert(state, config, vocabulary, source):
             converted[f"encoder.segment_embeddings.{ours}.weight"] = table
     else:
         positions = state["bert.embeddings.position_embeddings.weight"]
-        converted[prefix + "embed_positions.weight"] = torch.cat([positions.new_zeros(2, positions.size(1)), positions])
+        converted[prefix + "embed_positions.weight"] = fairseq_positions(positions)
     for layer in range(config["num_hidden_layers"]):
         converted.update(_layer_state(state, layer))
     return untied, {key: value.float() for key, value in converted.items()}

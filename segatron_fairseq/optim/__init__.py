@@ -1,0 +1,1 @@
+from . import torch_lamb  # noqa: F401  (register the optimizers)

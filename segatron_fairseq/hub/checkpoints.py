@@ -128,7 +128,7 @@ def load_checkpoint(path: str, model: str, corpus: str, overrides: Optional[Dict
     if state is None:
         state = read_checkpoint(path)
     name = checkpoint_model_name(state)
-    if SERVED_AS.get(name, name) != model:
+    if model not in (name, SERVED_AS.get(name, name)):
         raise ValueError(f"{path}: this is a {name} checkpoint; {HUB_USES[model]} need a {model} one")
     task_cfg = state["cfg"]["task"] if state.get("cfg") is not None else vars(state["args"])
     overrides = {"pretrain_data" if "pretrain_data" in task_cfg else "data": corpus, **(overrides or {})}

@@ -24,7 +24,7 @@ task (fine-tuning, ``--restore-file`` of a pre-trained ELECTRA), the model is
 the discriminator alone and ``upgrade_state_dict_named`` leaves the
 generator's and the head's tensors of a checkpoint out.
 """
-import argparse
+import copy
 import logging
 from typing import Optional
 
@@ -112,7 +112,7 @@ def build_generator(args, dictionary, discriminator: SegaBERTEncoder) -> SegaBER
     """The generator: a SegaBERT encoder at ``generator_sizes`` whose
     embedding scope is the discriminator's (the same modules) and whose
     masked-LM head decodes with the shared word table."""
-    generator_args = argparse.Namespace(**vars(args))
+    generator_args = copy.deepcopy(args)  # an argparse Namespace, or fairseq-hydra-train's DictConfig
     for name, value in generator_sizes(args).items():
         setattr(generator_args, name, value)
     generator_args.factorized_embed_dim = discriminator.embedding_dim

@@ -16,7 +16,8 @@ def _sst2(directory):
     rows = [(" ".join(rng.choice(FINETUNING_WORDS[:12]) for _ in range(5)), str(rng.randint(0, 1))) for _ in range(40)]
     for name in ("train.tsv", "dev.tsv"):
         (directory / name).write_text("sentence\tlabel\n" + "".join(f"{t}\t{label}\n" for t, label in rows))
-    (directory / "test.tsv").write_text("index\tsentence\n" + "".join(f"{k}\t{t}\n" for k, (t, _) in enumerate(rows[:7])))
+    test = "".join(f"{k}\t{t}\n" for k, (t, _) in enumerate(rows[:7]))
+    (directory / "test.tsv").write_text("index\tsentence\n" + test)
     return directory
 
 

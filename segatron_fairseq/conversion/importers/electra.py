@@ -74,8 +74,9 @@ def _encoder_state(state: Dict[str, Tensor], config: Dict, ours: str) -> Dict[st
         for key, value in bert._layer_state(as_bert, layer).items():
             converted[ours + key[len("encoder."):]] = value
     for kind in ("weight", "bias"):
-        if f"electra.embeddings_project.{kind}" in state:
-            converted[f"{ours}sentence_encoder.embedding_projection.{kind}"] = state[f"electra.embeddings_project.{kind}"]
+        projection = state.get(f"electra.embeddings_project.{kind}")
+        if projection is not None:
+            converted[f"{ours}sentence_encoder.embedding_projection.{kind}"] = projection
     return converted
 
 
@@ -123,7 +124,8 @@ def convert(discriminator: Tuple[Dict[str, Tensor], Dict, str, str],
     """Each of ``discriminator`` and ``generator``: (state dict, config.json,
     the weights' path, the config's path). Returns the fairseq-train
     arguments (task ``segabert_mlm``) and our state dict."""
-    (d_state, d_config, d_source, d_config_path), (g_state, g_config, g_source, g_config_path) = discriminator, generator
+    d_state, d_config, d_source, d_config_path = discriminator
+    g_state, g_config, g_source, g_config_path = generator
     try:
         arguments = _arguments(d_config, g_config, g_config_path)
     except KeyError as err:

@@ -350,3 +350,19 @@ def cross_thought_trained(tmp_path_factory):
                   save_dir=tmp / "ckpt", extra=["--num-sequences", 4, "--sequence-length", 16, "--batch-size", 8,
                                                 "--max-update", 10, "--no-epoch-checkpoints", "--disable-validation"])
     return tmp
+
+
+@pytest.fixture(scope="session")
+def electra_checkpoints(segabert_corpus, tmp_path_factory):
+    """{arch: checkpoint_last.pt} of segabert_electra_tiny and segabert_bert_electra_tiny after 4 updates on
+    ``segabert_corpus`` (criterion electra, ELECTRA's masking: 15% kept, none random; 512 positions, as
+    fine-tuning's)."""
+    directory = tmp_path_factory.mktemp("electra")
+    checkpoints = {}
+    for arch in ("segabert_electra_tiny", "segabert_bert_electra_tiny"):
+        fairseq_train(segabert_corpus, task="segabert_mlm", arch=arch, criterion="electra", save_dir=directory / arch,
+                      lr=3e-3, extra=["--leave-unmasked-prob", 0.15, "--random-token-prob", 0, "--tokens-per-sample",
+                                      32, "--max-positions", 512, "--batch-size", 8, "--max-update", 4,
+                                      "--no-epoch-checkpoints", "--disable-validation"])
+        checkpoints[arch] = directory / arch / "checkpoint_last.pt"
+    return checkpoints

@@ -5,7 +5,8 @@
 writes a Hugging Face directory: ``BertForMaskedLM`` for a segabert_bert_* model,
 ``AlbertForMaskedLM`` for one with a factorized embedding or shared layers (segabert_bert_albert_*),
 ``SegaBertForMaskedLM`` for SegaBERT and ``CrossThoughtForMaskedLM`` for Cross-Thought
-(remote code, ``trust_remote_code=True``).
+(remote code, ``trust_remote_code=True``); for a segabert_bert_electra_* model, DIR/discriminator
+(``ElectraForPreTraining``) and DIR/generator (``ElectraForMaskedLM``).
 CORPUS is the segatron-preprocess directory whose sub-words the tokenizer files
 reproduce.
 """
@@ -16,7 +17,12 @@ from segatron_fairseq.cli.user_errors import check_output
 def _hf(args) -> str:
     import os
 
-    from segatron_fairseq.conversion.exporters import huggingface_albert, huggingface_bert, huggingface_cross_thought
+    from segatron_fairseq.conversion.exporters import (
+        huggingface_albert,
+        huggingface_bert,
+        huggingface_cross_thought,
+        huggingface_electra,
+    )
     from segatron_fairseq.hub.checkpoints import checkpoint_model_name, load_checkpoint, read_checkpoint
     from segatron_preprocess import subwords
     from segatron_preprocess.corpus_format import read_metadata
@@ -26,7 +32,8 @@ def _hf(args) -> str:
     check_output(args.out, directory=True, inputs={"--checkpoint": args.checkpoint, "--data": args.data})
     state = read_checkpoint(args.checkpoint)
     model_name = checkpoint_model_name(state)
-    exporters = {"segabert": huggingface_bert, "cross_thought": huggingface_cross_thought}
+    exporters = {"segabert": huggingface_bert, "cross_thought": huggingface_cross_thought,
+                 "segabert_electra": huggingface_electra}
     if model_name not in exporters:
         raise NotImplementedError(f"{args.checkpoint}: a {model_name} checkpoint, which has no Hugging Face "
                                   "class (Segatron-XL's memory and segment distances have none)")
@@ -41,8 +48,9 @@ def _hf(args) -> str:
 
 def cli_main(argv=None) -> None:
     parser, formats = new_parser("segatron-export", __doc__.splitlines()[0])
-    hf = formats.add_parser("hf", help="a segabert or cross_thought checkpoint as a Hugging Face directory")
-    hf.add_argument("--checkpoint", required=True, help="a checkpoint of a segabert or cross_thought model")
+    hf = formats.add_parser("hf", help="a segabert, segabert_electra (baseline) or cross_thought checkpoint "
+                            "as a Hugging Face directory")
+    hf.add_argument("--checkpoint", required=True, help="a checkpoint of a segabert, segabert_electra or cross_thought model")
     hf.add_argument("--data", required=True, help="its corpus (segatron-preprocess directory: dict.txt, sub-words)")
     hf.add_argument("--out", required=True, help="the directory to write (must not exist)")
     hf.set_defaults(run=_hf)

@@ -6,6 +6,7 @@
     segatron-import hf-bert --model-dir bert-base-uncased --out DIR
     segatron-import hf-spanbert --model-dir spanbert-base-cased --out DIR
     segatron-import hf-albert --model-dir albert-base-v2 --out DIR
+    segatron-import hf-electra --discriminator electra-small-discriminator --generator electra-small-generator --out DIR
     segatron-import authors-cross-thought --checkpoint cross-thought.pt --dict dict.txt --out DIR
 
 write DIR/dict.txt and DIR/checkpoint.pt (a DIR that holds either is refused: nothing is replaced).
@@ -20,7 +21,7 @@ from segatron_fairseq.cli.user_errors import check_output, positive_int
 from segatron_preprocess.corpus_format import DICT_FILE
 
 WRITTEN = (DICT_FILE, "checkpoint.pt")
-INPUTS = ("state", "config", "vocab", "model_dir", "checkpoint", "dict")
+INPUTS = ("state", "config", "vocab", "model_dir", "checkpoint", "dict", "discriminator", "generator")
 
 
 def check_out(args) -> None:
@@ -97,6 +98,24 @@ def _hf_albert(args) -> str:
     return write_checkpoint(args.out, vocabulary.dictionary, "segabert_mlm", arguments, converted)
 
 
+def _hf_electra(args) -> str:
+    check_out(args)
+    from segatron_fairseq.conversion.importers import electra
+    from segatron_fairseq.conversion.importers.fairseq_checkpoint import write_checkpoint
+    from segatron_fairseq.conversion.importers.huggingface_files import find_file, read_config, read_weights
+    from segatron_fairseq.conversion.importers.wordpiece_vocabulary import map_wordpiece, read_wordpiece_vocab
+
+    parts = []
+    for directory in (args.discriminator, args.generator):
+        config_path, config = read_config(directory, "electra")
+        state_path, state = read_weights(directory)
+        parts.append((state, config, state_path, config_path))
+    vocab_path = find_file(args.discriminator, ("vocab.txt",), "WordPiece vocabulary")
+    vocabulary = map_wordpiece(read_wordpiece_vocab(vocab_path), vocab_path)
+    arguments, converted = electra.convert(*parts, vocabulary)
+    return write_checkpoint(args.out, vocabulary.dictionary, "segabert_mlm", arguments, converted)
+
+
 def _authors_cross_thought(args) -> str:
     check_out(args)
     from fairseq.checkpoint_utils import load_checkpoint_file
@@ -152,6 +171,14 @@ def cli_main(argv=None) -> None:
                            help="config.json, model.safetensors or pytorch_model.bin, spiece.model")
     hf_albert.add_argument("--out", required=True, help="output directory (dict.txt, checkpoint.pt)")
     hf_albert.set_defaults(run=_hf_albert)
+    hf_electra = formats.add_parser("hf-electra", help="Hugging Face ELECTRA (an ElectraForPreTraining and an "
+                                    "ElectraForMaskedLM directory) as segabert_electra's baseline (no index tables)")
+    hf_electra.add_argument("--discriminator", required=True, help="the ElectraForPreTraining directory "
+                            "(config.json, model.safetensors or pytorch_model.bin, vocab.txt)")
+    hf_electra.add_argument("--generator", required=True, help="the ElectraForMaskedLM directory (its embeddings "
+                            "are the discriminator's: a differing copy is warned about and the discriminator's kept)")
+    hf_electra.add_argument("--out", required=True, help="output directory (dict.txt, checkpoint.pt)")
+    hf_electra.set_defaults(run=_hf_electra)
     cross = formats.add_parser("authors-cross-thought", help="the Cross-Thought authors' released checkpoint "
                                "(their fairseq 0.10 RoBERTa)")
     cross.add_argument("--checkpoint", required=True, help="their checkpoint (fairseq's torch.save format)")

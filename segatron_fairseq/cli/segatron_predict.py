@@ -29,7 +29,7 @@ def _load(args, task_name: str):
 
     state = checkpoints.read_checkpoint(args.checkpoint)
     trained_with = checkpoints.checkpoint_task_name(state)
-    if checkpoints.checkpoint_model_name(state) == "segabert" and trained_with != task_name:
+    if checkpoints.served_model_name(state) == "segabert" and trained_with != task_name:
         kind = "pre-trained" if trained_with == "segabert_mlm" else "fine-tuned"
         raise ValueError(f"{args.checkpoint}: a {kind} checkpoint (task {trained_with}); segatron-predict "
                          f"{args.format} needs one fine-tuned with the task {task_name}")

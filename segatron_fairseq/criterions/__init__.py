@@ -1,5 +1,6 @@
 from . import (  # noqa: F401  (register the criterions)
     cross_thought_answer_selection,
+    electra,
     masked_lm_sop,
     multiple_choice,
     segatron_lm_loss,

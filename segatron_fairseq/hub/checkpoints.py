@@ -37,6 +37,8 @@ HUB_USES = {"segatron_xl": "Segatron-XL scoring and generation", "segabert": "Se
             "cross_thought": "Cross-Thought embeddings and ranking"}
 # model -> the registered task its hub sets up on the corpus, whatever task the checkpoint was trained with
 CORPUS_TASKS = {"cross_thought": "cross_thought_mlm"}
+# model -> the model whose hub serves its checkpoints (ELECTRA's: its discriminator is a SegaBERT encoder)
+SERVED_AS = {"segabert_electra": "segabert"}
 _ADAPTIVE_INPUT_BAND = re.compile(r"decoder\.embed_tokens\.embeddings\.\d+\.0\.weight")
 
 
@@ -65,6 +67,12 @@ def checkpoint_model_name(state: dict) -> str:
     """The registered model name (not the architecture) a fairseq checkpoint was saved from."""
     name = _saved_name(state, "model", "arch")
     return ARCH_MODEL_NAME_REGISTRY.get(name, name) or "unknown"
+
+
+def served_model_name(state: dict) -> str:
+    """The model whose hub serves a fairseq checkpoint (``SERVED_AS``, else its own)."""
+    name = checkpoint_model_name(state)
+    return SERVED_AS.get(name, name)
 
 
 def checkpoint_task_name(state: dict) -> str:
@@ -120,7 +128,7 @@ def load_checkpoint(path: str, model: str, corpus: str, overrides: Optional[Dict
     if state is None:
         state = read_checkpoint(path)
     name = checkpoint_model_name(state)
-    if name != model:
+    if model not in (name, SERVED_AS.get(name, name)):
         raise ValueError(f"{path}: this is a {name} checkpoint; {HUB_USES[model]} need a {model} one")
     task_cfg = state["cfg"]["task"] if state.get("cfg") is not None else vars(state["args"])
     overrides = {"pretrain_data" if "pretrain_data" in task_cfg else "data": corpus, **(overrides or {})}

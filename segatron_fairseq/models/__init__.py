@@ -1,1 +1,1 @@
-from . import cross_thought, segabert, segatron_xl  # noqa: F401  (register the models and their architectures)
+from . import cross_thought, segabert, segabert_electra, segatron_xl  # noqa: F401  (register the models and their architectures)

@@ -1,5 +1,5 @@
-"""The encoder pre-training objectives' yamls (SpanBERT, ALBERT, ...): each composes with its paper's settings, and each
-trains at its shapes (the shipped task and dataset settings, only the model narrowed as the fine-tuning yamls'
+"""The encoder pre-training objectives' yamls (SpanBERT, ALBERT, ELECTRA): each composes with its paper's settings,
+and each trains at its shapes (the shipped task and dataset settings, only the model narrowed as the fine-tuning yamls'
 NARROW) for 2 updates on CPU. Every shipped yaml is named in some test."""
 import ast
 import re
@@ -91,9 +91,9 @@ def test_objective_yamls_train_at_their_shapes(name, arch, criterion, settings, 
 
 
 @pytest.fixture(scope="module")
-def albert_corpus(tmp_path_factory):
+def corpus_137k(tmp_path_factory):
     """About 137k tokens of generated WikiText: some 270 examples of 512 tokens, 4 batches of 64 and a short one."""
-    tmp = tmp_path_factory.mktemp("albert_corpus")
+    tmp = tmp_path_factory.mktemp("corpus_137k")
     write_wikitext(tmp / "corpus.txt", make_documents(700, seed=3))
     write_wikitext(tmp / "valid.txt", make_documents(10, seed=4))
     run_cli("segatron-preprocess", "--input-format", "wikitext", "--trainpref", tmp / "corpus.txt",
@@ -103,12 +103,12 @@ def albert_corpus(tmp_path_factory):
 
 @pytest.mark.end_to_end
 @pytest.mark.parametrize("name,arch,criterion,settings", ALBERT_YAMLS, ids=[c[0] for c in ALBERT_YAMLS])
-def test_albert_yamls_train_at_their_shapes(name, arch, criterion, settings, albert_corpus, tmp_path):
+def test_albert_yamls_train_at_their_shapes(name, arch, criterion, settings, corpus_137k, tmp_path):
     """Each ALBERT yaml as shipped (64 sequences of 512 tokens a batch, update_freq 8, SOP, torch_lamb), only the
     width narrowed (the 12 shared layers kept, E 16): 2 updates on CPU (the corpus's epoch of about 270 examples
     makes each update's group of batches end early)."""
     out = run_cli("fairseq-hydra-train", "--config-dir", CONFIG_DIR, "--config-name", name,
-                  f"task.data={albert_corpus}", f"checkpoint.save_dir={tmp_path / 'ckpt'}",
+                  f"task.data={corpus_137k}", f"checkpoint.save_dir={tmp_path / 'ckpt'}",
                   f"common.user_dir={PLUGIN_DIR}", f"hydra.run.dir={tmp_path / 'hydra'}", "common.cpu=true",
                   "common.fp16=false", "optimization.max_update=2", "+model.encoder_embed_dim=32",
                   "+model.encoder_ffn_embed_dim=64", "+model.encoder_attention_heads=2",
@@ -123,3 +123,72 @@ def test_albert_yamls_train_at_their_shapes(name, arch, criterion, settings, alb
     assert "encoder.sentence_encoder.layers.1.fc1.weight" not in state["model"]
     assert "classification_heads.sentence_order.out_proj.weight" in state["model"]
     assert ("encoder.segment_embeddings.paragraph.weight" in state["model"]) == (name == "albert_base")
+
+
+# ELECTRA's yamls: (config name, architecture, its settings as dotted keys)
+ELECTRA_YAMLS = [
+    ("electra_small", "segabert_electra_small", "electra_small"),
+    ("electra_bert_small", "segabert_bert_electra_small", "electra_small"),
+    ("electra_base", "segabert_electra_base", "electra_base"),
+    ("electra_bert_base", "segabert_bert_electra_base", "electra_base"),
+]
+# ELECTRA's configure_pretraining.py; the base run's 766K updates are the paper's
+_ELECTRA = {"task._name": "segabert_mlm", "criterion._name": "electra", "criterion.rtd_weight": 50.0,
+            "task.mask_prob": 0.15, "task.leave_unmasked_prob": 0.15, "task.random_token_prob": 0.0,
+            "optimizer._name": "adam", "optimizer.adam_eps": 1e-6, "optimizer.weight_decay": 0.01,
+            "optimizer.adam_betas": "(0.9,0.999)", "lr_scheduler._name": "polynomial_decay",
+            "lr_scheduler.warmup_updates": 10000, "lr_scheduler.power": 1.0, "lr_scheduler.end_learning_rate": 0.0,
+            "optimization.clip_norm": 1.0, "model.max_positions": 512}
+SETTINGS = {
+    "electra_small": {**_ELECTRA, "task.tokens_per_sample": 128, "optimization.lr": [0.0005],
+                      "optimization.max_update": 1000000, "lr_scheduler.total_num_update": 1000000},
+    "electra_base": {**_ELECTRA, "task.tokens_per_sample": 512, "optimization.lr": [0.0002],
+                     "optimization.max_update": 766000, "lr_scheduler.total_num_update": 766000},
+}
+BATCH = {"electra_small": (1, 128), "electra_base": (8, 256)}  # the yamls' comments: GPUs, sequences per update
+# only the width narrowed: ELECTRA's 12 layers, E and generator fraction as shipped
+ELECTRA_NARROW = {"encoder_embed_dim": 32, "encoder_ffn_embed_dim": 64, "encoder_attention_heads": 2}
+
+
+def _compose(name):
+    from omegaconf import OmegaConf
+
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base=None):
+        cfg = compose(config_name=name, overrides=["task.data=/data"])
+    return cfg, OmegaConf
+
+
+@pytest.mark.parametrize("name,arch,settings", ELECTRA_YAMLS)
+def test_electra_yamls_carry_their_paper_settings(name, arch, settings):
+    cfg, omegaconf = _compose(name)
+    assert cfg.model._name == arch
+    for key, value in SETTINGS[settings].items():
+        found = omegaconf.select(cfg, key)
+        assert (list(found) if isinstance(value, list) else found) == value, key
+    gpus, sequences = BATCH[settings]
+    assert gpus * cfg.dataset.batch_size * cfg.optimization.update_freq[0] == sequences
+    assert f"{gpus} GPU" in (ROOT / "segatron_fairseq" / "config" / f"{name}.yaml").read_text()
+
+
+@pytest.mark.end_to_end
+@pytest.mark.parametrize("name,arch,settings", ELECTRA_YAMLS)
+def test_electra_yamls_train_at_their_shapes(name, arch, settings, corpus_137k, tmp_path):
+    """Each yaml as shipped (its batch, example length, 12 layers, E, generator fraction), only the width narrowed."""
+    out = run_cli("fairseq-hydra-train", "--config-dir", str(CONFIG_DIR), "--config-name", name,
+                  f"task.data={corpus_137k}", f"checkpoint.save_dir={tmp_path / 'ckpt'}",
+                  f"common.user_dir={PLUGIN_DIR}", f"hydra.run.dir={tmp_path / 'hydra'}", "common.cpu=true",
+                  "common.fp16=false", "optimization.max_update=2",
+                  *[f"+model.{key}={value}" for key, value in ELECTRA_NARROW.items()])
+    assert "done training" in out and "rtd_accuracy" in out
+    state = torch.load(tmp_path / "ckpt" / "checkpoint_last.pt", map_location="cpu", weights_only=False)
+    cfg = state["cfg"]
+    assert state["optimizer_history"][-1]["num_updates"] == 2
+    assert cfg["dataset"]["batch_size"] == (128 if settings == "electra_small" else 32)
+    assert cfg["task"]["tokens_per_sample"] == SETTINGS[settings]["task.tokens_per_sample"]
+    model = state["model"]
+    assert sum(k.startswith("encoder.sentence_encoder.layers.") and k.endswith("fc1.weight") for k in model) == 12
+    e = 128 if settings == "electra_small" else 768
+    assert model["encoder.sentence_encoder.embed_tokens.weight"].shape[1] == e
+    generator_width = round(32 * (0.25 if settings == "electra_small" else 1 / 3))
+    assert model["generator.sentence_encoder.layers.0.fc1.weight"].shape == (4 * generator_width, generator_width)
+    assert ("encoder.segment_embeddings.token.weight" in model) == (not arch.startswith("segabert_bert_"))

@@ -1,0 +1,163 @@
+"""segatron-import hf-electra and segatron-export of the ELECTRA baseline, against transformers==4.35.2's
+ElectraForPreTraining and ElectraForMaskedLM on small random models saved with save_pretrained."""
+import pytest
+import torch
+import transformers
+from conftest import run_cli
+from test_huggingface_importers import _bert_vocab
+
+assert transformers.__version__ == "4.35.2", transformers.__version__
+VOCAB = 60
+
+
+def _hf_electra(directory, generator_embeddings_equal=True):
+    """A random discriminator (H 32, E 16, 4 heads) and generator (H 16, 2 heads, 1 layer) with one copy of the
+    embeddings (the generator's overwritten by the discriminator's unless asked otherwise), every parameter drawn
+    at a visible scale; their vocab.txt beside each."""
+    from transformers import ElectraConfig, ElectraForMaskedLM, ElectraForPreTraining
+
+    torch.manual_seed(0)
+    shared = dict(vocab_size=VOCAB, embedding_size=16, max_position_embeddings=40, type_vocab_size=2,
+                  hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    discriminator = ElectraForPreTraining(ElectraConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                                        intermediate_size=64, **shared)).eval()
+    generator = ElectraForMaskedLM(ElectraConfig(hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
+                                                 intermediate_size=24, **shared)).eval()
+    with torch.no_grad():
+        for model in (discriminator, generator):
+            for name, parameter in model.named_parameters():
+                parameter.normal_(1.0 if "LayerNorm.weight" in name else 0.0, 0.3)
+        if generator_embeddings_equal:
+            generator.electra.embeddings.load_state_dict(discriminator.electra.embeddings.state_dict())
+    for name, model in (("discriminator", discriminator), ("generator", generator)):
+        model.save_pretrained(directory / name)
+        (directory / name / "vocab.txt").write_text("\n".join(_bert_vocab(VOCAB)) + "\n")
+    return discriminator, generator
+
+
+def _inputs():
+    ids = torch.randint(5, VOCAB, (2, 30), generator=torch.Generator().manual_seed(2))
+    ids[:, 0], ids[0, 19], ids[0, 20:], ids[1, -1] = 2, 3, 0, 3  # [CLS] ... [SEP] [PAD]...
+    ids[1, 10] = 4  # a [MASK]
+    token_type = torch.zeros_like(ids)
+    token_type[1, 12:] = 1
+    return ids, ids.ne(0).long(), token_type
+
+
+def _load(checkpoint):
+    from fairseq import checkpoint_utils
+
+    models, _, task = checkpoint_utils.load_model_ensemble_and_task([str(checkpoint)])
+    return models[0].eval(), task
+
+
+def _assert_same_logits(model, discriminator, generator, index):
+    """Discriminator logits and every generator MLM logit of the real tokens to 1e-5."""
+    ids, attention_mask, token_type = _inputs()
+    real = attention_mask.bool()
+    with torch.no_grad():
+        theirs = discriminator(input_ids=ids, attention_mask=attention_mask, token_type_ids=token_type).logits
+        torch.testing.assert_close(model.discriminate(index[ids], token_type=token_type)[real], theirs[real],
+                                   rtol=0, atol=1e-5)
+        theirs = generator(input_ids=ids, attention_mask=attention_mask, token_type_ids=token_type).logits
+        ours, _ = model.generator(index[ids], token_type=token_type)
+        torch.testing.assert_close(ours[..., index][real], theirs[real], rtol=0, atol=1e-5)
+
+
+def test_hf_electra_reproduces_the_discriminator_and_generator_logits(tmp_path):
+    from segatron_fairseq.conversion.importers.wordpiece_vocabulary import map_wordpiece
+
+    discriminator, generator = _hf_electra(tmp_path / "hf")
+    run_cli("segatron-import", "hf-electra", "--discriminator", tmp_path / "hf" / "discriminator", "--generator",
+            tmp_path / "hf" / "generator", "--out", tmp_path / "imported")
+    model, task = _load(tmp_path / "imported" / "checkpoint.pt")
+    assert type(model).__name__ == "SegaBERTElectraModel" and len(model.encoder.segment_embeddings) == 0
+    assert model.generator.sentence_encoder.embed_tokens is model.encoder.sentence_encoder.embed_tokens
+    assert len(model.generator.sentence_encoder.layers) == 1
+    index = map_wordpiece(_bert_vocab(VOCAB), "vocab").index
+    _assert_same_logits(model, discriminator, generator, index)
+    assert task.dictionary[int(index[4])] == "<mask>"
+
+
+def test_hf_electra_keeps_the_discriminators_embeddings_and_warns(tmp_path):
+    discriminator, _ = _hf_electra(tmp_path / "hf", generator_embeddings_equal=False)
+    out = run_cli("segatron-import", "hf-electra", "--discriminator", tmp_path / "hf" / "discriminator", "--generator",
+                  tmp_path / "hf" / "generator", "--out", tmp_path / "imported")
+    warning = next(line for line in out.splitlines() if "WARNING" in line)
+    assert "generator/model.safetensors: the generator's embeddings differ from the discriminator's (" in warning
+    assert "word_embeddings.weight" in warning and "the discriminator's are kept for both" in warning
+    model, _ = _load(tmp_path / "imported" / "checkpoint.pt")
+    theirs = discriminator.electra.embeddings.LayerNorm.weight
+    torch.testing.assert_close(model.generator.sentence_encoder.layernorm_embedding.weight, theirs)
+
+
+def test_hf_electra_refuses_directories_that_do_not_fit(tmp_path):
+    import json
+
+    _hf_electra(tmp_path / "hf")
+    config_path = tmp_path / "hf" / "generator" / "config.json"
+    config = json.loads(config_path.read_text())
+    config_path.write_text(json.dumps({**config, "embedding_size": 8}))
+    out = run_cli("segatron-import", "hf-electra", "--discriminator", tmp_path / "hf" / "discriminator", "--generator",
+                  tmp_path / "hf" / "generator", "--out", tmp_path / "x", expect_ok=False)
+    assert "generator/config.json: the generator's embedding_size is 8, the discriminator's 16" in out
+    config_path.write_text(json.dumps({**config, "model_type": "bert"}))
+    out = run_cli("segatron-import", "hf-electra", "--discriminator", tmp_path / "hf" / "discriminator", "--generator",
+                  tmp_path / "hf" / "generator", "--out", tmp_path / "x", expect_ok=False)
+    assert "model_type is 'bert', not 'electra'" in out and not (tmp_path / "x").exists()
+
+
+def test_the_baseline_exports_to_electra_classes_and_back(tmp_path):
+    """Import, binarize a WordPiece corpus with its dictionary, export: transformers loads both directories and
+    gives our logits to 1e-5; importing the export gives the same tensors."""
+    from transformers import ElectraForMaskedLM, ElectraForPreTraining
+
+    from segatron_fairseq.conversion.importers.wordpiece_vocabulary import map_wordpiece
+
+    _hf_electra(tmp_path / "original")
+    run_cli("segatron-import", "hf-electra", "--discriminator", tmp_path / "original" / "discriminator",
+            "--generator", tmp_path / "original" / "generator", "--out", tmp_path / "model")
+    words = " ".join(f"tok{i}" for i in range(5, 40))
+    (tmp_path / "text.txt").write_text(f"{words} tok7ing.\n{words} tok9s tok1000.\n")
+    run_cli("segatron-preprocess", "--input-format", "lines", "--trainpref", tmp_path / "text.txt", "--srcdict",
+            tmp_path / "model" / "dict.txt", "--bpe", "wordpiece", "--bpe-vocab",
+            tmp_path / "original" / "discriminator" / "vocab.txt", "--bpe-cased", "--destdir", tmp_path / "bin")
+    run_cli("segatron-export", "hf", "--checkpoint", tmp_path / "model" / "checkpoint.pt", "--data",
+            tmp_path / "bin", "--out", tmp_path / "hf")
+    model, _ = _load(tmp_path / "model" / "checkpoint.pt")
+    exported_discriminator = ElectraForPreTraining.from_pretrained(tmp_path / "hf" / "discriminator").eval()
+    exported_generator = ElectraForMaskedLM.from_pretrained(tmp_path / "hf" / "generator").eval()
+    ids, attention_mask, token_type = _inputs()
+    ids = map_wordpiece(_bert_vocab(VOCAB), "vocab").index[ids]  # the exported vocabulary keeps our ids
+    with torch.no_grad():
+        ours = model.discriminate(ids, token_type=token_type)
+        theirs = exported_discriminator(input_ids=ids, attention_mask=attention_mask, token_type_ids=token_type)
+        real = attention_mask.bool()
+        torch.testing.assert_close(theirs.logits[real], ours[real], rtol=0, atol=1e-5)
+        theirs = exported_generator(input_ids=ids, attention_mask=attention_mask, token_type_ids=token_type)
+        torch.testing.assert_close(theirs.logits[real], model.generator(ids, token_type=token_type)[0][real],
+                                   rtol=0, atol=1e-5)
+    run_cli("segatron-import", "hf-electra", "--discriminator", tmp_path / "hf" / "discriminator", "--generator",
+            tmp_path / "hf" / "generator", "--out", tmp_path / "again")
+    first = torch.load(tmp_path / "model" / "checkpoint.pt", weights_only=False)["model"]
+    again = torch.load(tmp_path / "again" / "checkpoint.pt", weights_only=False)["model"]
+    assert again.keys() == first.keys()
+    for key in first:
+        torch.testing.assert_close(again[key], first[key], rtol=0, atol=0, msg=key)
+
+
+def test_export_refuses_an_electra_model_with_index_tables(electra_checkpoints, segabert_corpus, tmp_path):
+    out = run_cli("segatron-export", "hf", "--checkpoint", electra_checkpoints["segabert_electra_tiny"], "--data",
+                  segabert_corpus, "--out", tmp_path / "hf", expect_ok=False)
+    assert "segatron-export: error: an ELECTRA model with index tables (segabert_electra_*) has no Hugging Face " \
+           "class" in out
+    assert not (tmp_path / "hf").exists() and not (tmp_path / "hf.partial").exists()
+
+
+@pytest.mark.parametrize("name", ["discriminator", "generator"])
+def test_hf_electra_names_a_directory_without_weights(tmp_path, name):
+    _hf_electra(tmp_path / "hf")
+    (tmp_path / "hf" / name / "model.safetensors").unlink()
+    out = run_cli("segatron-import", "hf-electra", "--discriminator", tmp_path / "hf" / "discriminator", "--generator",
+                  tmp_path / "hf" / "generator", "--out", tmp_path / "x", expect_ok=False)
+    assert f"{name}: no weights (model.safetensors or pytorch_model.bin)" in out

@@ -1,0 +1,129 @@
+"""ELECTRA on the SegaBERT encoder: the generator and discriminator share the embedding scope (the same Parameter
+objects), the generator's sizes, the parameter counts of the small and base architectures against ELECTRA's own
+(transformers==4.35.2's ElectraForPreTraining + ElectraForMaskedLM), and fairseq-train of both variants."""
+import re
+
+import pytest
+import torch
+from conftest import PLUGIN_DIR, fairseq_train
+
+ARCHS = ("segabert_electra_tiny", "segabert_bert_electra_tiny")
+# fairseq 0.12.2's TransformerEncoderLayer registers zero copies of its weights for BetterTransformer
+# (in_proj_weight, fc1_weight, ...), unused in training; the counts leave them out
+_BETTER_TRANSFORMER_COPY = re.compile(r"\.layers\.\d+\.(in_proj|out_proj|fc1|fc2)_(weight|bias)$")
+
+
+class _PretrainingTask:
+    """What build_model reads of a masked-LM task: the dictionary, a mask symbol, the example length."""
+
+    def __init__(self, dictionary):
+        self.source_dictionary, self.mask_idx = dictionary, len(dictionary) - 1
+
+    def max_positions(self):
+        return 512
+
+
+def _dictionary(size):
+    from fairseq.data import Dictionary
+
+    dictionary = Dictionary()
+    for i in range(size - len(dictionary)):
+        dictionary.add_symbol(f"w{i}")
+    return dictionary
+
+
+def _build(arch, dictionary, *extra):
+    from fairseq import options
+
+    from segatron_fairseq.models.segabert_electra import SegaBERTElectraModel
+
+    args = options.parse_args_and_arch(options.get_training_parser(), [
+        "/unused", "--user-dir", PLUGIN_DIR, "--task", "segabert_mlm", "--arch", arch, "--criterion", "electra",
+        *map(str, extra)])
+    return SegaBERTElectraModel.build_model(args, _PretrainingTask(dictionary))
+
+
+def _count(module) -> int:
+    return sum(p.numel() for name, p in module.named_parameters() if not _BETTER_TRANSFORMER_COPY.search(name))
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_generator_and_discriminator_share_the_whole_embedding_scope(arch):
+    model = _build(arch, _dictionary(40), "--num-token-types", 2)
+    discriminator, generator = model.encoder, model.generator
+    d, g = discriminator.sentence_encoder, generator.sentence_encoder
+    assert g.embed_tokens.weight is d.embed_tokens.weight and generator.lm_head.weight is d.embed_tokens.weight
+    assert g.layernorm_embedding.weight is d.layernorm_embedding.weight
+    assert generator.token_type_embeddings.weight is discriminator.token_type_embeddings.weight
+    if arch.startswith("segabert_bert_"):
+        assert len(discriminator.segment_embeddings) == 0 and g.embed_positions.weight is d.embed_positions.weight
+    else:
+        assert d.embed_positions is None and g.embed_positions is None
+        for name, table in discriminator.segment_embeddings.items():
+            assert generator.segment_embeddings[name].weight is table.weight
+    # tiny: H 64, E 32, the generator a quarter as wide (16, one head, feed-forward 64), each its own projection
+    assert d.embed_tokens.embedding_dim == 32 and g.embedding_projection is not d.embedding_projection
+    assert tuple(d.embedding_projection.weight.shape) == (64, 32)
+    assert tuple(g.embedding_projection.weight.shape) == (16, 32)
+    assert len(g.layers) == len(d.layers) == 2 and g.layers[0].fc1.weight.shape == (64, 16)
+    assert g.layers[0].self_attn.num_heads == 1 and tuple(generator.lm_head.dense.weight.shape) == (32, 16)
+    assert discriminator.lm_head is None and tuple(discriminator.rtd_head.dense_prediction.weight.shape) == (1, 64)
+    # each shared parameter once among the model's parameters
+    assert len(list(model.parameters())) == len({id(p) for p in model.parameters()})
+
+
+def test_generator_sizes_follow_the_fraction_or_the_options():
+    from segatron_fairseq.models.segabert_electra import generator_sizes
+
+    model = _build("segabert_bert_electra_tiny", _dictionary(40), "--generator-embed-dim", 32,
+                   "--generator-attention-heads", 2, "--generator-layers", 1)
+    assert len(model.generator.sentence_encoder.layers) == 1
+    assert model.generator.sentence_encoder.layers[0].fc1.weight.shape == (128, 32)
+    assert model.generator.sentence_encoder.embedding_projection is None  # E 32 = its width
+    import argparse
+
+    with pytest.raises(ValueError, match="width 30 is not divisible by its 4 heads"):
+        generator_sizes(argparse.Namespace(encoder_embed_dim=64, generator_embed_dim=30,
+                                           generator_attention_heads=4, encoder_layers=2))
+
+
+@pytest.mark.end_to_end
+def test_parameter_counts_of_small_and_base_against_electra():
+    """With BERT's 30,522-symbol vocabulary the baseline has exactly the parameters of ELECTRA's discriminator and
+    generator together (transformers' classes, their shared embeddings counted once) plus fairseq's 2 position rows
+    before the first position (its padding offset); with the index tables, 50 + 100 + 256 rows replace the 512
+    positions. small: 14,196,219 (ELECTRA) -> 14,196,475 / 14,182,651; base: 119,386,427 -> 119,387,963 / 119,305,019.
+    """
+    import transformers
+    from transformers import ElectraConfig, ElectraForMaskedLM, ElectraForPreTraining
+
+    assert transformers.__version__ == "4.35.2"
+    dictionary = _dictionary(30522)
+    sizes = {"small": dict(embedding_size=128, hidden_size=256, num_attention_heads=4, intermediate_size=1024,
+                           generator=64),
+             "base": dict(embedding_size=768, hidden_size=768, num_attention_heads=12, intermediate_size=3072,
+                          generator=256)}
+    expected = {"small": (14196219, 14196475, 14182651), "base": (119386427, 119387963, 119305019)}
+    for size, config in sizes.items():
+        width = config.pop("generator")
+        with torch.device("meta"):
+            discriminator = ElectraForPreTraining(ElectraConfig(vocab_size=30522, num_hidden_layers=12, **config))
+            generator = ElectraForMaskedLM(ElectraConfig(
+                vocab_size=30522, num_hidden_layers=12, embedding_size=config["embedding_size"], hidden_size=width,
+                num_attention_heads=max(1, width // 64), intermediate_size=4 * width))
+        electra = _count(discriminator) + _count(generator) - _count(discriminator.electra.embeddings)
+        bert, segabert = _count(_build(f"segabert_bert_electra_{size}", dictionary)), _count(
+            _build(f"segabert_electra_{size}", dictionary))
+        e = config["embedding_size"]
+        assert bert == electra + 2 * e and segabert == electra - 512 * e + (50 + 100 + 256) * e
+        assert (electra, bert, segabert) == expected[size]
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_fairseq_train_logs_the_electra_measures(arch, segabert_corpus, tmp_path):
+    out = fairseq_train(segabert_corpus, task="segabert_mlm", arch=arch, criterion="electra", save_dir=tmp_path,
+                        extra=["--leave-unmasked-prob", 0.15, "--random-token-prob", 0, "--tokens-per-sample", 32,
+                               "--batch-size", 8, "--max-update", 2, "--no-save", "--log-format", "simple",
+                               "--log-interval", 1])
+    for name in ("gen_loss", "gen_ppl", "rtd_loss", "rtd_accuracy", "replaced"):
+        assert re.search(rf"\| {name} [\d.]+ ", out), name

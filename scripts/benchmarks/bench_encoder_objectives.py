@@ -29,11 +29,15 @@ def fairseq_args(args, objective_name: str, training_of: str):
     from fairseq import options
 
     from segatron_fairseq import PLUGIN_DIR
-    from segatron_fairseq.cli.encoder_objectives import OBJECTIVES
+    from segatron_fairseq.cli.encoder_objectives import OBJECTIVES, model_options
 
     objective, training = OBJECTIVES[objective_name], OBJECTIVES[training_of]
     arch = objective.archs[args.model] if training_of == objective_name else objective.mlm_archs[args.model]
-    argv = [args.data, "--user-dir", PLUGIN_DIR, *training.training, "--arch", arch, *objective.options,
+    model = model_options(objective, args.dim)
+    if training_of != objective_name:  # the encoder alone: no generator
+        model = [option for option, value in zip(model[::2], model[1::2]) if not option.startswith("--generator")
+                 for option in (option, value)]
+    argv = [args.data, "--user-dir", PLUGIN_DIR, *training.training, "--arch", arch, *model,
             "--encoder-layers", args.layers, "--encoder-embed-dim", args.dim, "--encoder-attention-heads",
             args.heads, "--encoder-ffn-embed-dim", args.ffn, "--tokens-per-sample", args.tokens_per_sample,
             "--max-positions", args.tokens_per_sample, "--batch-size", args.batch_size, "--optimizer", "adam",

@@ -22,6 +22,7 @@ run is refused unless --overwrite (as ``segatron-compare-lm``), and so is an
 existing --out file.
 """
 import argparse
+import json
 import os
 import re
 import sys
@@ -31,7 +32,7 @@ from fairseq.checkpoint_utils import load_checkpoint_file
 
 from segatron_fairseq import PLUGIN_DIR
 from segatron_fairseq.cli.compare_lm import check_data, check_folders, check_numbers, fresh_folder, run, write_results
-from segatron_fairseq.cli.encoder_objectives import OBJECTIVES
+from segatron_fairseq.cli.encoder_objectives import OBJECTIVES, model_options
 from segatron_fairseq.cli.user_errors import exit_on_user_error, positive_int
 from segatron_fairseq.segments import TABLE_SIZES
 
@@ -45,7 +46,7 @@ MODELS = {"segabert": [], "bert": ["--max-positions", BERT_MAX_POSITIONS]}
 def train(args, objective, model, work):
     device = ["--cpu"] if not torch.cuda.is_available() else []
     run([*FAIRSEQ_TRAIN, args.data, "--user-dir", PLUGIN_DIR, *objective.training,
-         "--arch", objective.archs[model], *MODELS[model], *objective.options,
+         "--arch", objective.archs[model], *MODELS[model], *model_options(objective, args.dim),
          "--encoder-layers", args.layers, "--encoder-embed-dim", args.dim,
          "--encoder-attention-heads", args.heads, "--encoder-ffn-embed-dim", args.ffn, "--dropout", args.dropout,
          "--tokens-per-sample", args.tokens_per_sample, "--batch-size", args.batch_size,
@@ -79,7 +80,27 @@ def validation_scores(log: str) -> dict:
     return {name: float(value) for name, value in pairs if re.fullmatch(r"-?[0-9.]+(e-?[0-9]+)?", value.strip())}
 
 
+def detection_scores(args, checkpoint, log_path) -> dict:
+    """ELECTRA's held-out measure: the discriminator on valid with the task's
+    seeded masks and unigram replacements (the same inputs for every model)."""
+    from segatron_fairseq.evaluation.replaced_token_detection import score_split
+    from segatron_fairseq.hub.checkpoints import load_checkpoint
+
+    loaded = load_checkpoint(checkpoint, "segabert_electra", os.path.abspath(args.data), corpus_option="--data")
+    loaded.task.cfg.examples_per_epoch = 0  # about one pass over valid's tokens
+    if torch.cuda.is_available():
+        loaded.model.cuda()
+    scores = score_split(loaded.model, loaded.task, "valid", seed=args.seed, batch_size=args.batch_size)
+    result = {"rtd_auc": scores.auc, "rtd_accuracy": scores.accuracy, "gen_ppl": scores.generator_ppl,
+              "tokens": scores.tokens, "replaced": scores.replaced}
+    with open(log_path, "w") as log:
+        log.write(json.dumps(result) + "\n")
+    return result
+
+
 def validate(args, objective, checkpoint, log_path) -> float:
+    if objective.measure == "rtd_auc":
+        return detection_scores(args, checkpoint, log_path)["rtd_auc"]
     device = ["--cpu"] if not torch.cuda.is_available() else []
     out = run([*FAIRSEQ_VALIDATE, args.data, "--user-dir", PLUGIN_DIR, "--task", "segabert_mlm", "--path", checkpoint,
                "--valid-subset", "valid", "--batch-size", args.batch_size, *device,

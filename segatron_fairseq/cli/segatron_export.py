@@ -50,7 +50,8 @@ def cli_main(argv=None) -> None:
     parser, formats = new_parser("segatron-export", __doc__.splitlines()[0])
     hf = formats.add_parser("hf", help="a segabert, segabert_electra (baseline) or cross_thought checkpoint "
                             "as a Hugging Face directory")
-    hf.add_argument("--checkpoint", required=True, help="a checkpoint of a segabert, segabert_electra or cross_thought model")
+    hf.add_argument("--checkpoint", required=True,
+                    help="a checkpoint of a segabert, segabert_electra or cross_thought model")
     hf.add_argument("--data", required=True, help="its corpus (segatron-preprocess directory: dict.txt, sub-words)")
     hf.add_argument("--out", required=True, help="the directory to write (must not exist)")
     hf.set_defaults(run=_hf)

@@ -6,6 +6,7 @@ import pytest
 import torch
 import transformers
 from conftest import run_cli
+from transformers_newest import newest_outputs
 
 assert transformers.__version__ == "4.35.2", transformers.__version__
 
@@ -131,7 +132,8 @@ def _train_albert(corpus, save_dir, arch, *extra):
 @pytest.mark.parametrize("extra", [("--encoder-layer-groups", 2), ("--share-encoder-layers", "none")])
 def test_albert_baseline_exports_to_albert_for_masked_lm(segabert_corpus, tmp_path, extra):
     """A trained segabert_bert_albert model (factorized, layers shared in 2 groups, or not shared: a group per
-    layer) as AlbertForMaskedLM: transformers' logits equal ours to 1e-5 (padding, both token types)."""
+    layer) as AlbertForMaskedLM: transformers' logits (4.35.2 and the newest) equal ours to 1e-5 (padding, both
+    token types)."""
     from transformers import AlbertForMaskedLM
 
     from segatron_fairseq.models.segabert import SegaBERTModel
@@ -155,6 +157,9 @@ def test_albert_baseline_exports_to_albert_for_masked_lm(segabert_corpus, tmp_pa
         theirs = exported(input_ids=ids, attention_mask=real.long(), token_type_ids=token_type).logits
         ours, _ = model(ids, token_type=token_type)
     torch.testing.assert_close(ours[real], theirs[real], rtol=0, atol=1e-5)
+    newest = newest_outputs(tmp_path, tmp_path / "hf", "AlbertForMaskedLM",
+                            dict(input_ids=ids, attention_mask=real.long(), token_type_ids=token_type))
+    torch.testing.assert_close(newest[real], theirs[real], rtol=0, atol=1e-5)
 
 
 @pytest.mark.end_to_end

@@ -5,6 +5,7 @@ import torch
 import transformers
 from conftest import run_cli
 from test_huggingface_importers import _bert_vocab
+from transformers_newest import newest_outputs
 
 assert transformers.__version__ == "4.35.2", transformers.__version__
 VOCAB = 60
@@ -108,8 +109,8 @@ def test_hf_electra_refuses_directories_that_do_not_fit(tmp_path):
 
 
 def test_the_baseline_exports_to_electra_classes_and_back(tmp_path):
-    """Import, binarize a WordPiece corpus with its dictionary, export: transformers loads both directories and
-    gives our logits to 1e-5; importing the export gives the same tensors."""
+    """Import, binarize a WordPiece corpus with its dictionary, export: transformers (4.35.2 and the newest) loads
+    both directories and gives our logits to 1e-5; importing the export gives the same tensors."""
     from transformers import ElectraForMaskedLM, ElectraForPreTraining
 
     from segatron_fairseq.conversion.importers.wordpiece_vocabulary import map_wordpiece
@@ -137,6 +138,11 @@ def test_the_baseline_exports_to_electra_classes_and_back(tmp_path):
         theirs = exported_generator(input_ids=ids, attention_mask=attention_mask, token_type_ids=token_type)
         torch.testing.assert_close(theirs.logits[real], model.generator(ids, token_type=token_type)[0][real],
                                    rtol=0, atol=1e-5)
+    inputs = dict(input_ids=ids, attention_mask=attention_mask, token_type_ids=token_type)
+    for directory, class_name, logits in (("discriminator", "ElectraForPreTraining", ours),
+                                          ("generator", "ElectraForMaskedLM", theirs.logits)):
+        newest = newest_outputs(tmp_path, tmp_path / "hf" / directory, class_name, inputs)
+        torch.testing.assert_close(newest[real], logits[real], rtol=0, atol=1e-5)
     run_cli("segatron-import", "hf-electra", "--discriminator", tmp_path / "hf" / "discriminator", "--generator",
             tmp_path / "hf" / "generator", "--out", tmp_path / "again")
     first = torch.load(tmp_path / "model" / "checkpoint.pt", weights_only=False)["model"]

@@ -318,6 +318,35 @@ def segabert_bert_checkpoint(segabert_corpus, tmp_path_factory):
     return _pretrained_segabert_kind(segabert_corpus, tmp_path_factory.mktemp("segabert_bert"), "segabert_bert_tiny")
 
 
+ALBERT_TINY = ["--share-encoder-layers", "all", "--factorized-embed-dim", 16]
+
+
+@pytest.fixture(scope="session")
+def albert_checkpoint(segabert_corpus, tmp_path_factory):
+    """segabert_tiny as ALBERT (``ALBERT_TINY``: E 16, all layers shared) after 10 updates of MLM and
+    sentence-order prediction on ``segabert_corpus``; fine-tuning passes ``ALBERT_TINY`` again."""
+    directory = tmp_path_factory.mktemp("albert")
+    fairseq_train(segabert_corpus, task="segabert_mlm", arch="segabert_tiny", criterion="masked_lm_sop",
+                  save_dir=directory, lr=3e-3,
+                  extra=[*ALBERT_TINY, "--sentence-order-prediction", "--tokens-per-sample", 32, "--batch-size", 8,
+                         "--max-update", 10, "--no-epoch-checkpoints", "--disable-validation"])
+    return directory / "checkpoint_last.pt"
+
+
+# the pre-trained kinds the fine-tuning tests start from: architecture, model options, the fixture of the checkpoint
+PRETRAINED_KINDS = {"segabert": ("segabert_tiny", [], "segabert_checkpoint"),
+                    "bert": ("segabert_bert_tiny", [], "segabert_bert_checkpoint"),
+                    "albert": ("segabert_tiny", ALBERT_TINY, "albert_checkpoint"),
+                    "electra": ("segabert_electra_tiny", [], "electra_checkpoints")}
+
+
+def pretrained_kind(request, kind):
+    """(architecture, model options, checkpoint) of a ``PRETRAINED_KINDS`` kind."""
+    arch, options, fixture = PRETRAINED_KINDS[kind]
+    checkpoint = request.getfixturevalue(fixture)
+    return arch, options, checkpoint[arch] if isinstance(checkpoint, dict) else checkpoint
+
+
 @pytest.fixture(scope="session")
 def segatron_xl_trained(tmp_path_factory):
     """A WikiText corpus (``bin``, 30 documents and 4 for valid), segatron_xl_tiny trained 30 updates on it

@@ -4,7 +4,7 @@ import json
 import re
 
 import pytest
-from conftest import fairseq_train
+from conftest import fairseq_train, pretrained_kind
 
 from segatron_fairseq.data.multiple_choice_dataset import option_layout
 from segatron_fairseq.data.race import read_race
@@ -61,15 +61,16 @@ def test_option_layout_by_hand():
     assert len(cut) == 9 and cut[-1] == 2  # the article loses its end
 
 
-@pytest.mark.parametrize("arch", ["segabert_tiny", "segabert_bert_tiny"])
-def test_race_finetuning_reports_each_level(tmp_path, arch, request, segabert_corpus):
-    checkpoint = request.getfixturevalue(f"{arch.removesuffix('_tiny')}_checkpoint")
+@pytest.mark.parametrize("kind", ["segabert", "bert", "albert", "electra"])
+def test_race_finetuning_reports_each_level(tmp_path, kind, request, segabert_corpus):
+    arch, options, checkpoint = pretrained_kind(request, kind)
     race = tmp_path / "RACE"
     write_race(race, "train")
     write_race(race, "dev")
     out = fairseq_train(race, task="segabert_multiple_choice", arch=arch, criterion="segabert_multiple_choice",
                         save_dir=tmp_path / "ft",
-                        extra=["--pretrain-data", segabert_corpus, "--restore-file", checkpoint, "--reset-optimizer",
+                        extra=[*options, "--pretrain-data", segabert_corpus, "--restore-file", checkpoint,
+                               "--reset-optimizer",
                                "--reset-dataloader", "--reset-meters", "--reset-lr-scheduler", "--batch-size", 2,
                                "--max-update", 2, "--max-positions", 32, "--no-save", "--log-format", "simple"])
     assert "valid: 3 questions" in out and "middle 2, high 1" in out

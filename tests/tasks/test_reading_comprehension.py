@@ -8,7 +8,7 @@ import sys
 
 import pytest
 import torch
-from conftest import ROOT, fairseq_train, run_cli
+from conftest import ROOT, fairseq_train, pretrained_kind, run_cli
 
 from segatron_fairseq.data.span_windows import (
     SpanWindowDataset,
@@ -241,16 +241,17 @@ def test_a_v2_file_without_squad_v2_names_the_question(tmp_path, segabert_corpus
     assert "dev-v1.1.json: question q3 (and 0 more) is_impossible: a SQuAD v2.0 file needs --squad-v2" in out
 
 
-@pytest.mark.parametrize("arch", ["segabert_tiny", "segabert_bert_tiny"])
-def test_squad_v2_trains_and_predicts_with_either_model(tmp_path, arch, request, segabert_corpus):
-    """The hand-written v2.0 file through fairseq-train (windows of 32 every 8) and segatron-predict."""
-    checkpoint = request.getfixturevalue(f"{arch.removesuffix('_tiny')}_checkpoint")
+@pytest.mark.parametrize("kind", ["segabert", "bert", "albert", "electra"])
+def test_squad_v2_trains_and_predicts_with_each_pretrained_kind(tmp_path, kind, request, segabert_corpus):
+    """The hand-written v2.0 file through fairseq-train (windows of 32 every 8) and segatron-predict, from SegaBERT,
+    BERT, ALBERT (shared layers, factorized embedding) and ELECTRA (its discriminator)."""
+    arch, options, checkpoint = pretrained_kind(request, kind)
     (tmp_path / "squad").mkdir()
     for name in ("train-v2.0.json", "dev-v2.0.json"):
         (tmp_path / "squad" / name).write_text(json.dumps(SQUAD))
     out = fairseq_train(tmp_path / "squad", task="segabert_squad", arch=arch, criterion="segabert_squad",
                         save_dir=tmp_path / "ft",
-                        extra=["--squad-v2", "--pretrain-data", segabert_corpus, "--restore-file", checkpoint,
+                        extra=[*options, "--squad-v2", "--pretrain-data", segabert_corpus, "--restore-file", checkpoint,
                                "--reset-optimizer", "--reset-dataloader", "--reset-meters", "--reset-lr-scheduler",
                                "--max-positions", 32, "--doc-stride", 8, "--batch-size", 4, "--max-update", 2,
                                "--no-epoch-checkpoints", "--log-format", "simple"])

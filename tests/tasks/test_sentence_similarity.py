@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 import torch
-from conftest import ROOT, fairseq_train, run_cli
+from conftest import ROOT, fairseq_train, pretrained_kind, run_cli
 from scipy import stats
 
 from segatron_fairseq.cli.sts import read_sts
@@ -52,11 +52,13 @@ def _sts_file(path, rng, n):
             f.write(f"{a} .\t{b} .\t{rng.uniform(0, 5):.2f}\n")
 
 
-def test_zero_shot_sts_matches_a_sentence_by_sentence_reference(segabert_corpus, segabert_checkpoint, tmp_path):
+@pytest.mark.parametrize("kind", ["segabert", "albert", "electra"])
+def test_zero_shot_sts_matches_a_sentence_by_sentence_reference(segabert_corpus, kind, request, tmp_path):
+    """segatron-sts of a pre-trained SegaBERT, ALBERT or ELECTRA (its discriminator) checkpoint."""
     import random
 
     _sts_file(tmp_path / "sts.txt", random.Random(0), 24)
-    checkpoint = segabert_checkpoint
+    _, _, checkpoint = pretrained_kind(request, kind)
     out = run_cli("segatron-sts", "--checkpoint", checkpoint, "--data", segabert_corpus, "--cpu",
                   tmp_path / "sts.txt")
     rho, r = map(float, re.search(r"^sts.txt\s+24\s+([-0-9.]+)\s+([-0-9.]+)$", out, re.M).groups())

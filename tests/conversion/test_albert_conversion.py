@@ -6,6 +6,7 @@ import pytest
 import torch
 import transformers
 from conftest import run_cli
+from test_huggingface_importers import _inputs, _load
 from transformers_newest import newest_outputs
 
 assert transformers.__version__ == "4.35.2", transformers.__version__
@@ -48,22 +49,6 @@ def _hf_albert(directory, pretraining=True, groups=2, tied=True):
     return model
 
 
-def _inputs():
-    ids = torch.randint(5, VOCAB_SIZE, (2, 30), generator=torch.Generator().manual_seed(2))
-    ids[:, 0], ids[0, 19], ids[0, 20:], ids[1, -1] = 2, 3, 0, 3  # [CLS] ... [SEP] <pad>...
-    ids[1, 10] = 4  # a [MASK]
-    token_type = torch.zeros_like(ids)
-    token_type[1, 12:] = 1
-    return ids, ids.ne(0).long(), token_type
-
-
-def _load(checkpoint):
-    from fairseq import checkpoint_utils
-
-    models, _, task = checkpoint_utils.load_model_ensemble_and_task([str(checkpoint)])
-    return models[0].eval(), task
-
-
 @pytest.mark.parametrize("pretraining,groups,tied", [(True, 2, True), (False, 1, True), (False, 2, False)])
 def test_hf_albert_reproduces_its_logits(tmp_path, pretraining, groups, tied):
     """MLM logits of the real positions (padding, both token types) to 1e-5; AlbertForPreTraining's SOP logits
@@ -82,7 +67,7 @@ def test_hf_albert_reproduces_its_logits(tmp_path, pretraining, groups, tied):
         "model"] if ".layers." in k}
     assert stored == ({"0"} if groups == 1 else {"0", "2"})
     index = map_albert_vocabulary(read_sentencepiece_vocab(str(tmp_path / "hf" / "spiece.model")), "v").index
-    ids, attention_mask, token_type = _inputs()
+    ids, attention_mask, token_type = _inputs(VOCAB_SIZE)
     with torch.no_grad():
         theirs = hf_model(input_ids=ids, attention_mask=attention_mask, token_type_ids=token_type)
         ours, _ = model(index[ids], token_type=token_type)

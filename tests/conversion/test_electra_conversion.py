@@ -4,7 +4,7 @@ import pytest
 import torch
 import transformers
 from conftest import run_cli
-from test_huggingface_importers import _bert_vocab
+from test_huggingface_importers import _bert_vocab, _inputs, _load
 from transformers_newest import newest_outputs
 
 assert transformers.__version__ == "4.35.2", transformers.__version__
@@ -36,25 +36,9 @@ def _hf_electra(directory, generator_embeddings_equal=True):
     return discriminator, generator
 
 
-def _inputs():
-    ids = torch.randint(5, VOCAB, (2, 30), generator=torch.Generator().manual_seed(2))
-    ids[:, 0], ids[0, 19], ids[0, 20:], ids[1, -1] = 2, 3, 0, 3  # [CLS] ... [SEP] [PAD]...
-    ids[1, 10] = 4  # a [MASK]
-    token_type = torch.zeros_like(ids)
-    token_type[1, 12:] = 1
-    return ids, ids.ne(0).long(), token_type
-
-
-def _load(checkpoint):
-    from fairseq import checkpoint_utils
-
-    models, _, task = checkpoint_utils.load_model_ensemble_and_task([str(checkpoint)])
-    return models[0].eval(), task
-
-
 def _assert_same_logits(model, discriminator, generator, index):
     """Discriminator logits and every generator MLM logit of the real tokens to 1e-5."""
-    ids, attention_mask, token_type = _inputs()
+    ids, attention_mask, token_type = _inputs(VOCAB)
     real = attention_mask.bool()
     with torch.no_grad():
         theirs = discriminator(input_ids=ids, attention_mask=attention_mask, token_type_ids=token_type).logits
@@ -128,7 +112,7 @@ def test_the_baseline_exports_to_electra_classes_and_back(tmp_path):
     model, _ = _load(tmp_path / "model" / "checkpoint.pt")
     exported_discriminator = ElectraForPreTraining.from_pretrained(tmp_path / "hf" / "discriminator").eval()
     exported_generator = ElectraForMaskedLM.from_pretrained(tmp_path / "hf" / "generator").eval()
-    ids, attention_mask, token_type = _inputs()
+    ids, attention_mask, token_type = _inputs(VOCAB)
     ids = map_wordpiece(_bert_vocab(VOCAB), "vocab").index[ids]  # the exported vocabulary keeps our ids
     with torch.no_grad():
         ours = model.discriminate(ids, token_type=token_type)

@@ -102,6 +102,25 @@ def _bert_vocab(n):
     return ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"tok{i}" for i in range(5, n - 2)] + ["##s", "##ing"]
 
 
+def _inputs(vocab_size):
+    """Two rows of 30 ids of a [PAD] [UNK] [CLS] [SEP] [MASK] ... vocabulary: [CLS] ... [SEP] then padding in the first,
+    a [MASK] in the second; attention mask; token types 1 from position 12 of the second."""
+    ids = torch.randint(5, vocab_size, (2, 30), generator=torch.Generator().manual_seed(2))
+    ids[:, 0], ids[0, 19], ids[0, 20:], ids[1, -1] = 2, 3, 0, 3
+    ids[1, 10] = 4
+    token_type = torch.zeros_like(ids)
+    token_type[1, 12:] = 1
+    return ids, ids.ne(0).long(), token_type
+
+
+def _load(checkpoint):
+    """The model (eval) and task of a fairseq checkpoint."""
+    from fairseq import checkpoint_utils
+
+    models, _, task = checkpoint_utils.load_model_ensemble_and_task([str(checkpoint)])
+    return models[0].eval(), task
+
+
 def _hf_bert(directory, tied=True):
     """A random BertForMaskedLM (2 token types, 40 positions, eps 1e-12) saved with save_pretrained, its vocab.txt
     beside it; every parameter drawn at a visible scale."""

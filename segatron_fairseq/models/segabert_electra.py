@@ -125,6 +125,8 @@ def build_generator(args, dictionary, discriminator: SegaBERTEncoder) -> SegaBER
     generator.segment_embeddings = discriminator.segment_embeddings
     generator.token_type_embeddings = discriminator.token_type_embeddings
     generator.lm_head.weight = theirs.embed_tokens.weight
+    # the model's BERT initialisation ran before the generator was attached (its encoder's ran in build_encoder)
+    generator.lm_head.apply(init_bert_params)
     return generator
 
 

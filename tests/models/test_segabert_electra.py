@@ -72,6 +72,15 @@ def test_generator_and_discriminator_share_the_whole_embedding_scope(arch):
     assert len(list(model.parameters())) == len({id(p) for p in model.parameters()})
 
 
+def test_every_matrix_starts_from_berts_initialisation():
+    """N(0, 0.02) for every linear layer, the generator's masked-LM head included (attached after the model's
+    initialisation ran)."""
+    model = _build("segabert_electra_small", _dictionary(400))
+    for name, module in model.named_modules():
+        if isinstance(module, torch.nn.Linear) and module.weight.numel() > 1000:
+            assert module.weight.std().item() == pytest.approx(0.02, rel=0.1), name
+
+
 def test_generator_sizes_follow_the_fraction_or_the_options():
     from segatron_fairseq.models.segabert_electra import generator_sizes
 

@@ -50,7 +50,7 @@ SENTENCE_SPAN = Objective("sentence_span", "ours: whole sentences masked, plus t
 ALBERT = Objective("albert", "ALBERT: factorized embedding (E = width / 4), all layers shared, masked LM plus "
                    "sentence-order prediction (the measure: the masked-LM part alone)",
                    ["--task", "segabert_mlm", "--sentence-order-prediction", "--criterion", "masked_lm_sop"],
-                   MLM.archs, measure="ppl", options=["--share-encoder-layers", "all", "--factorized-embed-dim",
+                   MLM.archs, options=["--share-encoder-layers", "all", "--factorized-embed-dim",
                                                       "{embed_dim}"])
 ELECTRA = Objective("electra", "ELECTRA: embedding E = width / 4, a generator of a quarter of the width, "
                     "replaced token detection (x50) plus the generator's masked LM (the measure: held-out "

@@ -6,33 +6,26 @@ sentence-order prediction (``segabert_mlm --sentence-order-prediction``):
 (M masked tokens; the returned loss is M times that, with sample size M, as
 fairseq's ``masked_lm``). The encoder runs once; the MLM head reads every
 position, the ``sentence_order`` head [CLS]. Logged: ``loss`` (the sum above,
-base 2), ``mlm_loss`` and ``ppl`` (the masked LM alone, as ``masked_lm``
-logs them), ``sop_loss`` (base 2) and ``sop_accuracy`` (%).
+base 2), ``mlm_loss`` and ``mlm_ppl`` (the masked LM alone, ``masked_lm_part``),
+``sop_loss`` (base 2) and ``sop_accuracy`` (%).
 """
 import math
 
 import torch.nn.functional as F
-from fairseq import metrics, modules, utils
+from fairseq import metrics
 from fairseq.criterions import FairseqCriterion, register_criterion
 from fairseq.dataclass import FairseqDataclass
 
+from segatron_fairseq.criterions.masked_lm_part import log_masked_lm_part, masked_lm_part
 from segatron_fairseq.tasks.sentence_order import SENTENCE_ORDER_HEAD
 
 
 @register_criterion("masked_lm_sop", dataclass=FairseqDataclass)
-class MaskedLmSopLoss(FairseqCriterion):
+class MaskedLMSentenceOrderLoss(FairseqCriterion):
     def forward(self, model, sample, reduce=True):
         if SENTENCE_ORDER_HEAD not in getattr(model, "classification_heads", {}) or "sentence_order" not in sample:
             raise ValueError("criterion masked_lm_sop needs task segabert_mlm with --sentence-order-prediction")
-        masked_tokens = sample["target"].ne(self.padding_idx)
-        sample_size = masked_tokens.int().sum()
-        if not masked_tokens.any():
-            masked_tokens = None  # as masked_lm: no masked token, every position scored
-        features, _ = model.encoder(**sample["net_input"], features_only=True)
-        logits = model.encoder.output_layer(features, masked_tokens=masked_tokens)
-        targets = sample["target"] if masked_tokens is None else sample["target"][masked_tokens]
-        mlm_loss = modules.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1), reduction="sum",
-                                         ignore_index=self.padding_idx)
+        features, mlm_loss, sample_size = masked_lm_part(model, sample, self.padding_idx)
         sop_logits = model.classification_heads[SENTENCE_ORDER_HEAD](features)
         labels = sample["sentence_order"]
         sop_loss = F.cross_entropy(sop_logits.float(), labels, reduction="sum")
@@ -48,10 +41,8 @@ class MaskedLmSopLoss(FairseqCriterion):
         def total(key):
             return sum(log.get(key, 0) for log in logging_outputs)
 
-        sample_size, nsentences = total("sample_size"), total("nsentences")
-        metrics.log_scalar("loss", total("loss") / sample_size / math.log(2), sample_size, round=3)
-        metrics.log_scalar("mlm_loss", total("mlm_loss") / sample_size / math.log(2), sample_size, round=3)
-        metrics.log_derived("ppl", lambda meters: utils.get_perplexity(meters["mlm_loss"].avg))
+        log_masked_lm_part(logging_outputs)
+        nsentences = total("nsentences")
         if nsentences:
             metrics.log_scalar("sop_loss", total("sop_loss") / nsentences / math.log(2), nsentences, round=3)
             metrics.log_scalar("sop_accuracy", 100.0 * total("sop_correct") / nsentences, nsentences, round=1)
@@ -61,4 +52,4 @@ class MaskedLmSopLoss(FairseqCriterion):
         return True
 
 
-__all__ = ["MaskedLmSopLoss"]
+__all__ = ["MaskedLMSentenceOrderLoss"]

@@ -21,6 +21,7 @@ from fairseq import metrics, modules, utils
 from fairseq.criterions import FairseqCriterion, register_criterion
 from fairseq.dataclass import FairseqDataclass
 
+from segatron_fairseq.criterions.masked_lm_part import log_masked_lm_part, masked_lm_part
 from segatron_fairseq.tasks.segabert_mlm import SPAN_BOUNDARY_HEAD
 
 
@@ -32,12 +33,8 @@ class SpanBoundaryMLMLoss(FairseqCriterion):
             raise ValueError("--criterion span_boundary_mlm needs --task segabert_mlm --span-boundary-objective")
 
     def forward(self, model, sample, reduce=True):
+        features, mlm, num_masked = masked_lm_part(model, sample, self.padding_idx)
         target = sample["target"]
-        masked = target.ne(self.padding_idx)
-        num_masked = int(masked.sum())
-        features, _ = model(**sample["net_input"], features_only=True)
-        logits = model.encoder.output_layer(features, masked_tokens=masked)
-        mlm = modules.cross_entropy(logits.view(-1, logits.size(-1)), target[masked], reduction="sum")
         sbo, pairs = features.new_zeros((), dtype=torch.float), 0
         if "span_offset" in sample:
             rows, columns = sample["span_offset"].ge(0).nonzero(as_tuple=True)
@@ -60,10 +57,8 @@ class SpanBoundaryMLMLoss(FairseqCriterion):
         def total(key):
             return sum(log.get(key, 0) for log in logging_outputs)
 
-        sample_size, pairs = total("sample_size"), total("sbo_pairs")
-        metrics.log_scalar("loss", total("loss") / max(sample_size, 1) / math.log(2), sample_size, round=3)
-        metrics.log_scalar("mlm_loss", total("mlm_loss") / max(sample_size, 1) / math.log(2), sample_size, round=3)
-        metrics.log_derived("mlm_ppl", lambda meters: utils.get_perplexity(meters["mlm_loss"].avg))
+        log_masked_lm_part(logging_outputs)
+        pairs = total("sbo_pairs")
         if pairs:
             metrics.log_scalar("sbo_loss", total("sbo_loss") / pairs / math.log(2), pairs, round=3)
             metrics.log_derived("sbo_ppl", lambda meters: utils.get_perplexity(meters["sbo_loss"].avg))

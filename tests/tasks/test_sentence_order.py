@@ -136,7 +136,7 @@ def test_masked_lm_sop_is_mlm_plus_sop_by_hand(corpus):
     from fairseq import options
 
     from segatron_fairseq import PLUGIN_DIR
-    from segatron_fairseq.criterions.masked_lm_sop import MaskedLmSopLoss
+    from segatron_fairseq.criterions.masked_lm_sop import MaskedLMSentenceOrderLoss
     from segatron_fairseq.tasks.segabert_mlm import SegaBERTMLMConfig, SegaBERTMLMTask
 
     task = SegaBERTMLMTask.setup_task(SegaBERTMLMConfig(data=str(corpus), tokens_per_sample=48, seed=1,
@@ -151,7 +151,7 @@ def test_masked_lm_sop_is_mlm_plus_sop_by_hand(corpus):
     dataset = task.dataset("train")
     sample = dataset.collater([dataset[i] for i in range(8)])
     assert sample["net_input"]["token_type"].shape == sample["net_input"]["src_tokens"].shape
-    criterion = MaskedLmSopLoss(task)
+    criterion = MaskedLMSentenceOrderLoss(task)
     loss, sample_size, log = criterion(model, sample)
     with torch.no_grad():
         logits = model(**sample["net_input"])[0]

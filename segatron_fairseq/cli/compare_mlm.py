@@ -112,13 +112,32 @@ def validate(args, objective, checkpoint, log_path) -> float:
     return scores[objective.measure]
 
 
+# fairseq 0.12.2's encoder layers register zero copies of their weights for BetterTransformer inference
+# (``layers.N.in_proj_weight``, ``fc1_weight``, ...), never trained
+_FAST_PATH_COPY = re.compile(r"\.layers\.\d+\.(in_proj|out_proj|fc1|fc2)_(weight|bias)$")
+
+
+def trained_parameters(state_dict) -> int:
+    """The number of trained parameters of a checkpoint's ``state_dict``: each
+    tensor once (ELECTRA's shared tables appear under the generator too) and
+    without fairseq's zero fast-path copies."""
+    seen, count = set(), 0
+    for name, tensor in state_dict.items():
+        key = (tensor.untyped_storage().data_ptr(), tensor.storage_offset(), tuple(tensor.shape))
+        if _FAST_PATH_COPY.search(name) or key in seen:
+            continue
+        seen.add(key)
+        count += tensor.numel()
+    return count
+
+
 def train_and_score(args, objective, model):
     work = os.path.join(args.workdir, objective.name, model)
     fresh_folder(work)
     train(args, objective, model, work)
     state = load_checkpoint_file(os.path.join(work, "checkpoint_last.pt"))
     result = {"objective": objective.name, "model": model, "measure": objective.measure,
-              "params": sum(v.numel() for k, v in state["model"].items()), "scores": {}}
+              "params": trained_parameters(state["model"]), "scores": {}}
     for updates in range(args.eval_every, args.max_update + 1, args.eval_every):
         checkpoint = checkpoint_at(work, updates, args.max_update)
         log = os.path.join(work, f"valid_{updates}.log")

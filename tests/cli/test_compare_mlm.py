@@ -62,3 +62,22 @@ def test_objectives_option_names_the_known_objectives(capsys):
         cli_main(["--data", "d", "--objectives", "mlm,no_such"])
     assert exit_info.value.code == 2
     assert "--objectives: no_such: not an objective (choose from mlm" in capsys.readouterr().err
+
+
+def test_trained_parameters_count_each_tensor_once_without_fast_path_copies(tmp_path):
+    """ELECTRA's generator holds the discriminator's tables (the same tensors after torch.load); fairseq's layers
+    hold zero copies of their weights for BetterTransformer."""
+    import torch
+
+    from segatron_fairseq.cli.compare_mlm import trained_parameters
+
+    table = torch.randn(10, 4)
+    state = {"encoder.sentence_encoder.embed_tokens.weight": table,
+             "generator.sentence_encoder.embed_tokens.weight": table,
+             "encoder.sentence_encoder.layers.0.fc1.weight": torch.randn(8, 4),
+             "encoder.sentence_encoder.layers.0.fc1_weight": torch.zeros(8, 4),
+             "encoder.sentence_encoder.layers.0.in_proj_weight": torch.zeros(12, 4),
+             "encoder.lm_head.bias": torch.zeros(10)}
+    assert trained_parameters(state) == 40 + 32 + 10
+    torch.save({"model": state}, tmp_path / "checkpoint.pt")  # a checkpoint keeps the sharing
+    assert trained_parameters(torch.load(tmp_path / "checkpoint.pt")["model"]) == 40 + 32 + 10

@@ -161,3 +161,26 @@ def test_export_refuses_factorized_segabert_and_partial_sharing(segabert_corpus,
                   "--out", tmp_path / "hf", expect_ok=False)
     assert "--share-encoder-layers attention: ALBERT shares whole layers (all) or none" in out
     assert not (tmp_path / "hf").exists()
+
+
+def test_layer_groups_that_hugging_face_assigns_otherwise_are_refused():
+    """HF's AlbertTransformer computes int(l / (L / G)); for L 18, G 14 layer 9 that is group 6, ALBERT's
+    floor(l * G / L) is 7: such a layout is refused both ways, the usual ones pass."""
+    from transformers import AlbertConfig
+    from transformers.models.albert.modeling_albert import AlbertTransformer
+
+    from segatron_fairseq.conversion.bert_names import check_hf_layer_groups
+    from segatron_fairseq.modules.shared_layers import layer_groups
+
+    config = AlbertConfig(num_hidden_layers=18, num_hidden_groups=14, hidden_size=8, embedding_size=4,
+                          num_attention_heads=2, intermediate_size=8)
+    transformer = AlbertTransformer(config)
+    used = []
+    for number, group in enumerate(transformer.albert_layer_groups):
+        group.register_forward_hook(lambda module, args, output, number=number: used.append(number))
+    transformer(torch.zeros(1, 3, 4))
+    assert used != layer_groups(18, 14) and used[9] == 6 and layer_groups(18, 14)[9] == 7
+    with pytest.raises(NotImplementedError, match="14 layer groups of 18 layers"):
+        check_hf_layer_groups(18, 14, "config.json")
+    for num_layers, num_groups in ((12, 1), (12, 2), (12, 12), (24, 4)):
+        check_hf_layer_groups(num_layers, num_groups, "config.json")

@@ -10,7 +10,7 @@ from typing import Dict
 import torch
 from torch import Tensor
 
-from segatron_fairseq.conversion.bert_names import ALBERT_LAYER_KEYS, HF_ACTIVATIONS
+from segatron_fairseq.conversion.bert_names import ALBERT_LAYER_KEYS, HF_ACTIVATIONS, check_hf_layer_groups
 from segatron_fairseq.modules.shared_layers import owners
 
 from .huggingface_directory import layer_state, tokenizer_files, warn_about_heads, write_directory
@@ -29,7 +29,9 @@ def _groups(args) -> int:
     sharing = getattr(args, "share_encoder_layers", None) or "none"
     if sharing not in ("all", "none"):
         raise NotImplementedError(f"--share-encoder-layers {sharing}: ALBERT shares whole layers (all) or none")
-    return (getattr(args, "encoder_layer_groups", None) or 1) if sharing == "all" else args.encoder_layers
+    groups = (getattr(args, "encoder_layer_groups", None) or 1) if sharing == "all" else args.encoder_layers
+    check_hf_layer_groups(args.encoder_layers, groups, "--encoder-layer-groups")
+    return groups
 
 
 def _check(model) -> None:

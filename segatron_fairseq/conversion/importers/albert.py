@@ -20,7 +20,12 @@ from typing import Dict, List, Tuple
 
 from torch import Tensor
 
-from segatron_fairseq.conversion.bert_names import ALBERT_LAYER_KEYS, ALBERT_SPECIAL_NAMES, HF_ACTIVATIONS
+from segatron_fairseq.conversion.bert_names import (
+    ALBERT_LAYER_KEYS,
+    ALBERT_SPECIAL_NAMES,
+    HF_ACTIVATIONS,
+    check_hf_layer_groups,
+)
 from segatron_fairseq.modules.shared_layers import owners
 
 from .bert import fairseq_positions, map_rows
@@ -55,6 +60,7 @@ def _arguments(config: Dict, sop: bool, source: str) -> List[str]:
     if config.get("inner_group_num", 1) != 1:
         raise NotImplementedError(f"{source}: inner_group_num {config['inner_group_num']} (supported: 1, "
                                   "one layer per group)")
+    check_hf_layer_groups(config["num_hidden_layers"], config["num_hidden_groups"], source)
     if config["embedding_size"] == config["hidden_size"]:
         raise NotImplementedError(f"{source}: embedding_size equals hidden_size; ALBERT's projection between "
                                   "them has no place in an unfactorized model")

@@ -36,8 +36,6 @@ from fairseq.modules.transformer_sentence_encoder import init_bert_params
 from fairseq.utils import safe_getattr
 from torch import nn
 
-from segatron_fairseq.hub.checkpoints import DEFAULT_CHECKPOINT, load_pretrained
-from segatron_fairseq.hub.segabert import SegaBERTHubInterface
 from segatron_fairseq.models.architecture_defaults import TINY_ENCODER, register_architecture, set_defaults
 from segatron_fairseq.models.segabert import SegaBERTEncoder, SegaBERTModel, segabert_architecture
 
@@ -134,7 +132,10 @@ def build_generator(args, dictionary, discriminator: SegaBERTEncoder) -> SegaBER
 class SegaBERTElectraModel(SegaBERTModel):
     """ELECTRA's generator and discriminator (see the module doc). Called as a
     SegaBERT model it is the discriminator: features, classification heads,
-    and without ``features_only`` the (B, T) replaced-token logits."""
+    and without ``features_only`` the (B, T) replaced-token logits.
+    ``from_pretrained`` (SegaBERT's) gives the discriminator's hub interface
+    (``encode``, ``extract_features``, ``predict``; no ``fill_mask``: the
+    discriminator has no masked-LM head)."""
 
     def __init__(self, args, encoder: ElectraDiscriminatorEncoder, generator: Optional[SegaBERTEncoder] = None):
         super().__init__(args, encoder)
@@ -149,16 +150,6 @@ class SegaBERTElectraModel(SegaBERTModel):
         parser.add_argument("--generator-ffn-embed-dim", type=int, help="its feed-forward width (default 4 x width)")
         parser.add_argument("--generator-attention-heads", type=int, help="its heads (default width / 64, at least 1)")
         parser.add_argument("--generator-layers", type=int, help="its layers (default: the discriminator's)")
-
-    @classmethod
-    def from_pretrained(cls, model_name_or_path: str, checkpoint_file: str = DEFAULT_CHECKPOINT,
-                        data_name_or_path: str = ".", **overrides) -> SegaBERTHubInterface:
-        """The discriminator's ``SegaBERTHubInterface`` (``encode``,
-        ``extract_features``, ``predict``; ``fill_mask`` needs a masked-LM
-        head, which it has not) of a pre-trained or fine-tuned ELECTRA
-        checkpoint; the arguments are ``SegaBERTModel.from_pretrained``'s."""
-        loaded = load_pretrained("segabert", model_name_or_path, checkpoint_file, data_name_or_path, overrides)
-        return SegaBERTHubInterface(loaded.cfg, loaded.task, loaded.model, loaded.corpus)
 
     @classmethod
     def build_model(cls, args, task):

@@ -13,7 +13,7 @@ from torch import Tensor
 from segatron_fairseq.conversion.bert_names import ALBERT_LAYER_KEYS, HF_ACTIVATIONS, check_hf_layer_groups
 from segatron_fairseq.modules.shared_layers import owners
 
-from .huggingface_directory import layer_state, tokenizer_files, warn_about_heads, write_directory
+from .huggingface_directory import layer_state, position_rows, tokenizer_files, warn_about_heads, write_directory
 
 _ACTIVATIONS = {ours: theirs for theirs, ours in HF_ACTIVATIONS.items()}
 
@@ -73,8 +73,7 @@ def _state(model) -> Dict[str, Tensor]:
     mapping = ({"weight": projection.weight, "bias": projection.bias} if projection is not None else
                {"weight": torch.eye(width), "bias": torch.zeros(width)})
     state = {embeddings + "word_embeddings.weight": ours[e + "embed_tokens.weight"],
-             embeddings + "position_embeddings.weight": ours[e + "embed_positions.weight"][
-                 sentence_encoder.padding_idx + 1:],
+             embeddings + "position_embeddings.weight": position_rows(sentence_encoder),
              embeddings + "token_type_embeddings.weight": token_types,
              "predictions.decoder.weight": ours["encoder.lm_head.weight"],
              "predictions.bias": ours["encoder.lm_head.bias"], "predictions.decoder.bias": ours["encoder.lm_head.bias"],

@@ -19,7 +19,14 @@ from torch import Tensor
 
 from segatron_fairseq.conversion.bert_names import ACTIVATIONS
 
-from .huggingface_directory import layer_state, lm_head_state, tokenizer_files, warn_about_heads, write_directory
+from .huggingface_directory import (
+    layer_state,
+    lm_head_state,
+    position_rows,
+    tokenizer_files,
+    warn_about_heads,
+    write_directory,
+)
 
 REMOTE_CODE_DIR = os.path.join(os.path.dirname(__file__), "hf_segabert")
 REMOTE_CODE_FILES = ("configuration_segabert.py", "modeling_segabert.py")
@@ -73,8 +80,7 @@ def _state(model, prefix: str, segabert: bool) -> Dict[str, Tensor]:
         for name in model.encoder.segment_embeddings:
             state[embeddings + f"index_embeddings.{name}.weight"] = ours[f"encoder.segment_embeddings.{name}.weight"]
     else:
-        state[embeddings + "position_embeddings.weight"] = ours[e + "embed_positions.weight"][
-            model.encoder.sentence_encoder.padding_idx + 1:]
+        state[embeddings + "position_embeddings.weight"] = position_rows(model.encoder.sentence_encoder)
     for layer in range(model.args.encoder_layers):
         state.update(layer_state(ours, f"{e}layers.{layer}.", f"{prefix}.encoder.layer.{layer}."))
     return state

@@ -22,6 +22,12 @@ def layer_state(ours: Dict[str, Tensor], our_prefix: str, their_prefix: str,
             for name, theirs in keys.items() for kind in ("weight", "bias")}
 
 
+def position_rows(sentence_encoder) -> Tensor:
+    """fairseq's learned positions (rows from the padding index + 1 on, as
+    fairseq counts them) as BERT's table (rows from 0)."""
+    return sentence_encoder.embed_positions.weight.detach()[sentence_encoder.padding_idx + 1:]
+
+
 def lm_head_state(ours: Dict[str, Tensor]) -> Dict[str, Tensor]:
     """RoBERTa's LM head as BERT's ``cls.predictions``."""
     state = {"cls.predictions.decoder.weight": ours["encoder.lm_head.weight"],

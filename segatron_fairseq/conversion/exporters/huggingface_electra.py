@@ -11,7 +11,7 @@ from typing import Dict
 
 from torch import Tensor
 
-from .huggingface_directory import layer_state, tokenizer_files, warn_about_heads, write_directory
+from .huggingface_directory import layer_state, position_rows, tokenizer_files, warn_about_heads, write_directory
 
 
 def _check(model) -> None:
@@ -41,12 +41,11 @@ def _config(model, encoder, dictionary, architecture: str) -> Dict:
             if encoder.token_type_embeddings is not None else 2}
 
 
-def _electra_state(ours: Dict[str, Tensor], prefix: str, layers: int, types: Tensor) -> Dict[str, Tensor]:
-    """``electra.*`` of the encoder under ``prefix`` (``encoder.`` or ``generator.``)."""
-    e = prefix + "sentence_encoder."
+def _electra_state(ours: Dict[str, Tensor], prefix: str, encoder, types: Tensor) -> Dict[str, Tensor]:
+    """``electra.*`` of ``encoder``, whose state is under ``prefix`` (``encoder.`` or ``generator.``)."""
+    e, layers = prefix + "sentence_encoder.", len(encoder.sentence_encoder.layers)
     state = {"electra.embeddings.word_embeddings.weight": ours[e + "embed_tokens.weight"],
-             # fairseq's positions start after the padding index (1)
-             "electra.embeddings.position_embeddings.weight": ours[e + "embed_positions.weight"][2:],
+             "electra.embeddings.position_embeddings.weight": position_rows(encoder.sentence_encoder),
              "electra.embeddings.token_type_embeddings.weight": types,
              "electra.embeddings.LayerNorm.weight": ours[e + "layernorm_embedding.weight"],
              "electra.embeddings.LayerNorm.bias": ours[e + "layernorm_embedding.bias"]}
@@ -69,8 +68,8 @@ def export(model, dictionary, subwords, out_dir: str) -> None:
     types = ours.get("encoder.token_type_embeddings.weight")
     if types is None:
         types = ours["encoder.sentence_encoder.embed_tokens.weight"].new_zeros(2, model.encoder.embedding_dim)
-    discriminator = _electra_state(ours, "encoder.", len(model.encoder.sentence_encoder.layers), types)
-    generator = _electra_state(ours, "generator.", len(model.generator.sentence_encoder.layers), types)
+    discriminator = _electra_state(ours, "encoder.", model.encoder, types)
+    generator = _electra_state(ours, "generator.", model.generator, types)
     for kind in ("weight", "bias"):
         for name in ("dense", "dense_prediction"):
             discriminator[f"discriminator_predictions.{name}.{kind}"] = ours[f"encoder.rtd_head.{name}.{kind}"]

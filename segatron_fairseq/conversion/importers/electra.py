@@ -87,10 +87,9 @@ def _discriminator_state(state: Dict[str, Tensor], config: Dict, vocabulary: Map
     if word.size(0) != len(vocabulary.index):
         raise ValueError(f"{source}: {word.size(0)} word embeddings for a vocabulary of {len(vocabulary.index)}")
     positions = state[EMBEDDINGS + "position_embeddings.weight"]
-    shared = {"sentence_encoder.embed_tokens.weight": vocabulary_rows(word, vocabulary),
+    shared = {"sentence_encoder.embed_tokens.weight": bert.map_rows(word, vocabulary.index),
               "token_type_embeddings.weight": state[EMBEDDINGS + "token_type_embeddings.weight"],
-              "sentence_encoder.embed_positions.weight": torch.cat([positions.new_zeros(2, positions.size(1)),
-                                                                    positions])}
+              "sentence_encoder.embed_positions.weight": bert.fairseq_positions(positions)}
     for kind in ("weight", "bias"):
         shared[f"sentence_encoder.layernorm_embedding.{kind}"] = state[EMBEDDINGS + f"LayerNorm.{kind}"]
     converted = {prefix + key: value for prefix in ("encoder.", "generator.") for key, value in shared.items()}
@@ -104,18 +103,11 @@ def _discriminator_state(state: Dict[str, Tensor], config: Dict, vocabulary: Map
 def _generator_state(state: Dict[str, Tensor], config: Dict, vocabulary: MappedWordPiece) -> Dict[str, Tensor]:
     """The generator's layers and masked-LM head (its word table is the shared one)."""
     converted = _encoder_state(state, config, "generator.")
-    converted["generator.lm_head.bias"] = vocabulary_rows(state["generator_lm_head.bias"], vocabulary)
+    converted["generator.lm_head.bias"] = bert.map_rows(state["generator_lm_head.bias"], vocabulary.index)
     for kind in ("weight", "bias"):
         converted[f"generator.lm_head.dense.{kind}"] = state[f"generator_predictions.dense.{kind}"]
         converted[f"generator.lm_head.layer_norm.{kind}"] = state[f"generator_predictions.LayerNorm.{kind}"]
     return converted
-
-
-def vocabulary_rows(rows: Tensor, vocabulary: MappedWordPiece) -> Tensor:
-    """Their rows (one per WordPiece id) at our dictionary's ids."""
-    table = rows.new_zeros(rows.shape)
-    table[vocabulary.index] = rows
-    return table
 
 
 def convert(discriminator: Tuple[Dict[str, Tensor], Dict, str, str],

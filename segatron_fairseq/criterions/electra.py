@@ -54,9 +54,14 @@ def encoder_indexes(net_input: dict) -> dict:
 class ElectraCriterion(FairseqCriterion):
     def __init__(self, task, rtd_weight: float = 50.0):
         super().__init__(task)
+        if rtd_weight < 0:
+            raise ValueError(f"--rtd-weight {rtd_weight}: must be at least 0 (ELECTRA: 50)")
         self.rtd_weight = rtd_weight
 
     def forward(self, model, sample, reduce=True):
+        if getattr(model, "generator", None) is None:
+            raise ValueError(f"--criterion electra needs a pre-training segabert_electra model (--arch "
+                             f"segabert_electra_* or segabert_bert_electra_*), not {type(model).__name__}")
         net_input = sample["net_input"]
         src_tokens, target = net_input["src_tokens"], sample["target"]
         indexes = encoder_indexes(net_input)

@@ -75,7 +75,8 @@ class DocumentExampleDataset(FairseqDataset):
     def __init__(self, corpus: SegmentIndexedDataset, bos: int, eos: int, max_tokens: int,
                  index_limits: Dict[str, int], seed: int, num_examples: int = 0):
         if max_tokens < 3:
-            raise ValueError("max_tokens must leave room for [CLS], [SEP] and a token")
+            raise ValueError(f"--tokens-per-sample {max_tokens}: examples need room for [CLS], [SEP] and a token "
+                             "(at least 3)")
         self.corpus = corpus
         self.tokens = corpus.token_array()
         self.indexes = {name: corpus.index_array(name) for name in INDEX_NAMES}

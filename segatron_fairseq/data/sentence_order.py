@@ -91,7 +91,8 @@ class SentenceOrderDataset(DocumentExampleDataset):
     def __init__(self, corpus, bos: int, eos: int, max_tokens: int, index_limits: Dict[str, int], seed: int,
                  num_examples: int = 0):
         if max_tokens < 4:
-            raise ValueError("max_tokens must leave room for [CLS], two [SEP] and a token")
+            raise ValueError(f"--tokens-per-sample {max_tokens}: sentence-order examples need room for [CLS], "
+                             "two [SEP] and a token (at least 4)")
         self.split_draw = self.swap = None
         super().__init__(corpus, bos, eos, max_tokens - 1, index_limits, seed, num_examples)
 

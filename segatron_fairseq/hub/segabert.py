@@ -85,6 +85,9 @@ class SegaBERTHubInterface(nn.Module):
         (filled text, probability, predicted symbol)."""
         if masked_text.count(MASK_SYMBOL) != 1:
             raise ValueError(f"fill_mask needs exactly one {MASK_SYMBOL} in the text")
+        if getattr(self.model.encoder, "lm_head", None) is None:
+            raise ValueError("fill_mask needs a masked-LM head, and this model has none (an ELECTRA checkpoint is "
+                             "served as its discriminator: use extract_features or a classification head)")
         encoded = self.encode(masked_text)
         mask_idx = self.dictionary.index(MASK_SYMBOL)
         position = int((encoded["src_tokens"][0] == mask_idx).nonzero()[0])

@@ -40,7 +40,11 @@ class SegaBERTEncoder(RobertaEncoder):
     projects their sum to the layers' width."""
 
     def __init__(self, args, dictionary):
-        self.embedding_dim = safe_getattr(args, "factorized_embed_dim", None) or args.encoder_embed_dim
+        check_sharing_options(args)
+        factorized = safe_getattr(args, "factorized_embed_dim", None)
+        if factorized is not None and factorized < 0:
+            raise ValueError(f"--factorized-embed-dim {factorized}: must be at least 1 (0: no factorization)")
+        self.embedding_dim = factorized or args.encoder_embed_dim
         super().__init__(args, dictionary)
         self.segment_positions = not args.no_segment_positions
         self.segment_embeddings = nn.ModuleDict()
@@ -191,6 +195,20 @@ class SegaBERTModel(RobertaModel):
         if not safe_getattr(args, "max_positions", None):
             args.max_positions = task.max_positions() or 512
         return cls(args, SegaBERTEncoder(args, task.source_dictionary))
+
+
+def check_sharing_options(args) -> None:
+    """``--encoder-layer-groups`` is 1 to the number of layers, and more than
+    one group needs ``--share-encoder-layers``."""
+    groups = safe_getattr(args, "encoder_layer_groups", None)
+    if groups is None:
+        return
+    layers = args.encoder_layers
+    if not 1 <= groups <= layers:
+        raise ValueError(f"--encoder-layer-groups {groups}: must be 1 to the {layers} layers (--encoder-layers)")
+    if groups > 1 and (safe_getattr(args, "share_encoder_layers", None) or "none") == "none":
+        raise ValueError(f"--encoder-layer-groups {groups} needs --share-encoder-layers all|attention|ffn "
+                         "(without sharing every layer is its own)")
 
 
 def _segment_defaults(args, segment_positions: bool):

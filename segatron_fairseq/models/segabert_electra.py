@@ -63,9 +63,7 @@ class ReplacedTokenHead(nn.Module):
         self.activation_fn = utils.get_activation_fn(activation_fn)
         self.dense_prediction = nn.Linear(hidden_dim, 1)
 
-    def forward(self, features: torch.Tensor, masked_tokens: Optional[torch.Tensor] = None) -> torch.Tensor:
-        if masked_tokens is not None:
-            features = features[masked_tokens, :]
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
         return self.dense_prediction(self.activation_fn(self.dense(features))).squeeze(-1)
 
 
@@ -84,10 +82,13 @@ class ElectraDiscriminatorEncoder(SegaBERTEncoder):
 
     def output_layer(self, features, masked_tokens=None, **unused):
         """(B, T, H) -> (B, T) replaced-token logits."""
+        if masked_tokens is not None:
+            raise ValueError("a segabert_electra model has no masked-LM head: pre-train it with --criterion electra "
+                             "(masked_lm, masked_lm_sop and span_boundary_mlm need a segabert model)")
         if self.rtd_head is None:
             raise ValueError("this ELECTRA discriminator was built for fine-tuning: it has no replaced-token head "
                              "(use features_only=True)")
-        return self.rtd_head(features, masked_tokens)
+        return self.rtd_head(features)
 
 
 def generator_sizes(args) -> dict:
@@ -95,8 +96,16 @@ def generator_sizes(args) -> dict:
     explicit ``--generator-*`` options, else ``--generator-width-fraction`` of
     the discriminator's width, heads width / 64 (at least 1), feed-forward
     4 x width, as deep as the discriminator."""
-    width = safe_getattr(args, "generator_embed_dim", None) or max(
-        1, round(args.encoder_embed_dim * args.generator_width_fraction))
+    for option in ("embed_dim", "ffn_embed_dim", "attention_heads", "layers"):
+        value = safe_getattr(args, f"generator_{option}", None)
+        if value is not None and value < 1:
+            raise ValueError(f"--generator-{option.replace('_', '-')} {value}: must be at least 1")
+    width = safe_getattr(args, "generator_embed_dim", None)
+    if width is None:
+        if args.generator_width_fraction <= 0:
+            raise ValueError(f"--generator-width-fraction {args.generator_width_fraction}: must be above 0 "
+                             "(ELECTRA: 1/4 to 1/3)")
+        width = max(1, round(args.encoder_embed_dim * args.generator_width_fraction))
     heads = safe_getattr(args, "generator_attention_heads", None) or max(1, width // 64)
     if width % heads:
         raise ValueError(f"the generator's width {width} is not divisible by its {heads} heads "

@@ -130,13 +130,15 @@ class SegaBERTMLMTask(SingleDictionaryTask):
         pad = self.dictionary.pad()
         spans = {}
         if self.cfg.mask_span == "token":
-            source, target = MaskTokensDataset.apply_mask(
-                FieldDataset(examples, "tokens"), self.dictionary, pad_idx=self.dictionary.pad(),
-                mask_idx=self.mask_idx, seed=self.cfg.seed, mask_prob=self.cfg.mask_prob,
-                leave_unmasked_prob=self.cfg.leave_unmasked_prob, random_token_prob=self.cfg.random_token_prob,
-                mask_whole_words=whole_word_starts(self.cfg.data, self.dictionary)
-                if self.cfg.mask_whole_words else None,
-            )
+            # not MaskTokensDataset.apply_mask: its caches are keyed by the index alone, and an example changes
+            # with the epoch (MaskTokensDataset's own cache is keyed by seed, epoch and index)
+            whole_words = whole_word_starts(self.cfg.data, self.dictionary) if self.cfg.mask_whole_words else None
+            source, target = (MaskTokensDataset(
+                FieldDataset(examples, "tokens"), self.dictionary, pad_idx=pad, mask_idx=self.mask_idx,
+                seed=self.cfg.seed, mask_prob=self.cfg.mask_prob, leave_unmasked_prob=self.cfg.leave_unmasked_prob,
+                random_token_prob=self.cfg.random_token_prob, mask_whole_words=whole_words,
+                return_masked_tokens=targets,
+            ) for targets in (False, True))
         else:
             masked = span_mask_dataset(examples, self.dictionary, self.mask_idx, self.cfg)
             source, target = FieldDataset(masked, "source"), FieldDataset(masked, "target")

@@ -1,6 +1,7 @@
 """ALBERT on the SegaBERT encoder: cross-layer sharing (--share-encoder-layers, --encoder-layer-groups) and the
 segabert_albert_* / segabert_bert_albert_* architectures."""
 import argparse
+import re
 
 import pytest
 import torch
@@ -158,3 +159,14 @@ def test_larger_albert_sizes(size, layers, hidden, heads):
     assert (parser.encoder_layers, parser.encoder_embed_dim, parser.encoder_attention_heads,
             parser.encoder_ffn_embed_dim, parser.factorized_embed_dim, parser.share_encoder_layers) == (
         layers, hidden, heads, 4 * hidden, 128, "all")
+
+
+@pytest.mark.parametrize("extra,says", [
+    (["--factorized-embed-dim", -5], "--factorized-embed-dim -5: must be at least 1"),
+    (["--share-encoder-layers", "all", "--encoder-layer-groups", 0], "--encoder-layer-groups 0: must be 1 to the 4"),
+    (["--share-encoder-layers", "all", "--encoder-layer-groups", 5], "--encoder-layer-groups 5: must be 1 to the 4"),
+    (["--encoder-layer-groups", 2], "--encoder-layer-groups 2 needs --share-encoder-layers"),
+])
+def test_wrong_factorization_and_sharing_options_are_refused_by_name(extra, says):
+    with pytest.raises(ValueError, match=re.escape(says)):
+        build("segabert_tiny", "--encoder-layers", 4, *extra)

@@ -1,6 +1,7 @@
 """Criterion electra against a by-hand computation on a tiny model with seeded sampling; labels are "replaced and
 different"; the replaced-token loss reaches the generator only through the shared embeddings."""
 import math
+import re
 
 import pytest
 import torch
@@ -115,3 +116,27 @@ def test_rtd_loss_reaches_the_generator_only_through_the_shared_embeddings():
             torch.testing.assert_close(with_rtd, mlm_only)
     assert all(g is None for g in alone[n:-1]) and all(g is not None and g.abs().sum() > 0 for g in full[n:-1])
     assert not torch.allclose(full[-1], alone[-1])  # the word table: MLM and RTD
+
+
+def test_a_negative_rtd_weight_is_refused():
+    from segatron_fairseq.criterions.electra import ElectraCriterion
+
+    with pytest.raises(ValueError, match=re.escape("--rtd-weight -1.0: must be at least 0")):
+        ElectraCriterion(_Task(_dictionary(40)), -1.0)
+
+
+def test_electra_and_the_masked_lm_criteria_refuse_each_others_model():
+    """--criterion electra on a SegaBERT model, and the masked-LM criteria (which ask the model for masked_tokens'
+    logits) on an ELECTRA model, end with a ValueError naming the options, not an AttributeError or a shape error."""
+    from fairseq.criterions.masked_lm import MaskedLmConfig, MaskedLmLoss
+
+    from segatron_fairseq.criterions.electra import ElectraCriterion
+
+    electra = _build("segabert_electra_tiny", _dictionary(40))
+    segabert = _build("segabert_electra_tiny", _dictionary(40))
+    segabert.generator = None  # as a model built for fine-tuning
+    with pytest.raises(ValueError, match="--criterion electra needs a pre-training segabert_electra model"):
+        ElectraCriterion(_Task(_dictionary(40)))(segabert, _sample("segabert_electra_tiny"))
+    with pytest.raises(ValueError, match="segabert_electra model has no masked-LM head: pre-train it with --criterion "
+                                         "electra"):
+        MaskedLmLoss(MaskedLmConfig(tpu=False), _Task(_dictionary(40)))(electra, _sample("segabert_electra_tiny"))

@@ -96,6 +96,23 @@ def test_generator_sizes_follow_the_fraction_or_the_options():
                                            generator_attention_heads=4, encoder_layers=2))
 
 
+@pytest.mark.parametrize("extra,says", [
+    (["--generator-width-fraction", 0], "--generator-width-fraction 0.0: must be above 0"),
+    (["--generator-width-fraction", -0.5], "--generator-width-fraction -0.5: must be above 0"),
+    (["--generator-embed-dim", -16], "--generator-embed-dim -16: must be at least 1"),
+    (["--generator-layers", -1], "--generator-layers -1: must be at least 1"),
+])
+def test_wrong_generator_sizes_are_refused_by_name(extra, says):
+    with pytest.raises(ValueError, match=re.escape(says)):
+        _build("segabert_electra_tiny", _dictionary(40), *extra)
+
+
+def test_a_generator_wider_than_the_discriminator_is_built():
+    """ELECTRA's paper tries generators up to wider than the discriminator; nothing refuses it."""
+    model = _build("segabert_electra_tiny", _dictionary(40), "--generator-width-fraction", 1.5)
+    assert model.generator.sentence_encoder.layers[0].embed_dim == 96
+
+
 @pytest.mark.end_to_end
 def test_parameter_counts_of_small_and_base_against_electra():
     """With BERT's 30,522-symbol vocabulary the baseline has exactly the parameters of ELECTRA's discriminator and

@@ -53,16 +53,20 @@ def test_glue_fine_tuning_takes_the_discriminator(arch, electra_checkpoints, seg
     assert hub.predict("sentence_classification_head", encoded).shape == (1, 2)
 
 
-def test_a_pretrained_electra_checkpoint_serves_the_hub_as_its_discriminator(electra_checkpoints, segabert_corpus):
+@pytest.mark.parametrize("arch", ["segabert_electra_tiny", "segabert_bert_electra_tiny"])
+def test_a_pretrained_electra_checkpoint_serves_the_hub_as_its_discriminator(arch, electra_checkpoints,
+                                                                            segabert_corpus):
     from segatron_fairseq.models.segabert_electra import SegaBERTElectraModel
 
-    path = electra_checkpoints["segabert_electra_tiny"]
+    path = electra_checkpoints[arch]
     hub = SegaBERTElectraModel.from_pretrained(str(path.parent), path.name, str(segabert_corpus))
     encoded = hub.encode("w1 w2 w3 .\nw4 w5 .")
     features = hub.extract_features(encoded)
     assert features.shape == (1, encoded["src_tokens"].size(1), 64)
     with torch.no_grad():
         assert hub.model.discriminate(**encoded).shape == encoded["src_tokens"].shape
+    with pytest.raises(ValueError, match="fill_mask needs a masked-LM head, and this model has none"):
+        hub.fill_mask("w1 <mask> w3 .")
 
 
 def test_segatron_predict_refuses_a_pretrained_electra_checkpoint(electra_checkpoints, segabert_corpus, tmp_path):

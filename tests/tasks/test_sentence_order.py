@@ -213,3 +213,14 @@ def test_sop_and_its_criterion_go_together(corpus):
         criterion("masked_lm", True)
     with pytest.raises(ValueError, match="--criterion masked_lm_sop needs --sentence-order-prediction"):
         criterion("masked_lm_sop", False)
+
+
+
+def test_too_short_examples_are_refused_by_the_option(corpus):
+    from segatron_fairseq.data import DocumentExampleDataset
+
+    with pytest.raises(ValueError, match="--tokens-per-sample 3: sentence-order examples need room"):
+        _dataset(corpus, max_tokens=3)
+    d = Dictionary.load(str(corpus / "dict.txt"))
+    with pytest.raises(ValueError, match="--tokens-per-sample 2: examples need room for"):
+        DocumentExampleDataset(SegmentIndexedDataset(str(corpus / "train")), d.bos(), d.eos(), 2, LIMITS, 1)

@@ -2,7 +2,8 @@
 two Hugging Face directories under the output: ``discriminator``
 (``ElectraForPreTraining``) and ``generator`` (``ElectraForMaskedLM``), each
 with its own copy of the shared embeddings and the tokenizer files. The
-inverse of ``importers/electra.py``. A model with index tables has no
+inverse of ``importers/electra.py``. A model sharing layers (``--share-encoder-layers``)
+is written with each layer's copy of the shared tensors. A model with index tables has no
 Hugging Face class, nor has a fine-tuned one (no generator) a pre-training one.
 """
 import os
@@ -64,7 +65,8 @@ def export(model, dictionary, subwords, out_dir: str) -> None:
     _check(model)
     if os.path.exists(out_dir):
         raise FileExistsError(f"{out_dir} exists; choose a new directory")
-    ours = model.state_dict()
+    # every layer's tensors, also those a layer-sharing model's state dict holds once (ELECTRA shares none)
+    ours = {**{name: p.detach() for name, p in model.named_parameters(remove_duplicate=False)}, **model.state_dict()}
     types = ours.get("encoder.token_type_embeddings.weight")
     if types is None:
         types = ours["encoder.sentence_encoder.embed_tokens.weight"].new_zeros(2, model.encoder.embedding_dim)

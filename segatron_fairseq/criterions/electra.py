@@ -18,6 +18,7 @@ loss = MLM + ``--rtd-weight`` x RTD (ELECTRA's lambda, 50), one per batch
 the non-pad tokens) and ``replaced`` (the fraction of masked positions whose
 sample differs from the original).
 """
+import logging
 import math
 from dataclasses import dataclass, field
 
@@ -27,6 +28,7 @@ from fairseq import metrics, utils
 from fairseq.criterions import FairseqCriterion, register_criterion
 from fairseq.dataclass import FairseqDataclass
 
+logger = logging.getLogger(__name__)
 INPUT_KEYS = ("src_tokens", "src_lengths")  # net_input keys that are not the encoder's indexes
 
 
@@ -57,6 +59,11 @@ class ElectraCriterion(FairseqCriterion):
         if rtd_weight < 0:
             raise ValueError(f"--rtd-weight {rtd_weight}: must be at least 0 (ELECTRA: 50)")
         self.rtd_weight = rtd_weight
+        masking = getattr(task, "cfg", None)
+        if masking is not None and (masking.leave_unmasked_prob, masking.random_token_prob) != (0.15, 0.0):
+            logger.warning(f"--criterion electra with --leave-unmasked-prob {masking.leave_unmasked_prob} "
+                           f"--random-token-prob {masking.random_token_prob}: ELECTRA masks 85% <mask>, keeps 15% "
+                           "and replaces none at random (--leave-unmasked-prob 0.15 --random-token-prob 0)")
 
     def forward(self, model, sample, reduce=True):
         if getattr(model, "generator", None) is None:

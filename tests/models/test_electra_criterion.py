@@ -140,3 +140,17 @@ def test_electra_and_the_masked_lm_criteria_refuse_each_others_model():
     with pytest.raises(ValueError, match="segabert_electra model has no masked-LM head: pre-train it with --criterion "
                                          "electra"):
         MaskedLmLoss(MaskedLmConfig(tpu=False), _Task(_dictionary(40)))(electra, _sample("segabert_electra_tiny"))
+
+
+def test_other_masking_than_electras_is_warned_about(caplog):
+    """ELECTRA masks 85% <mask> / 15% kept / none random; the task's BERT defaults (80/10/10) are named."""
+    from types import SimpleNamespace
+
+    from segatron_fairseq.criterions.electra import ElectraCriterion
+
+    task = _Task(_dictionary(40))
+    for kept, randomised, warned in ((0.15, 0.0, False), (0.1, 0.1, True)):
+        task.cfg = SimpleNamespace(leave_unmasked_prob=kept, random_token_prob=randomised)
+        caplog.clear()
+        ElectraCriterion(task)
+        assert ("ELECTRA masks 85% <mask>" in caplog.text) == warned

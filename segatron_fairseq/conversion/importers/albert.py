@@ -28,7 +28,7 @@ from segatron_fairseq.conversion.bert_names import (
 )
 from segatron_fairseq.modules.shared_layers import owners
 
-from .bert import fairseq_positions, map_rows
+from .bert import convert_naming_missing_keys, fairseq_positions, map_rows
 from .wordpiece_vocabulary import MappedWordPiece, map_wordpiece
 
 
@@ -89,15 +89,9 @@ def convert(state: Dict[str, Tensor], config: Dict, vocabulary: MappedWordPiece,
     """``state``: their state dict (read from ``source``); ``config``: their
     config.json (``config_source``). Returns the fairseq-train arguments (task
     ``segabert_mlm``) and our state dict."""
-    try:
-        arguments = _arguments(config, has_sentence_order_head(state), config_source)
-    except KeyError as err:
-        raise ValueError(f"{config_source}: no {err.args[0]}") from None
-    try:
-        untied, converted = _convert(state, config, vocabulary, source)
-    except KeyError as err:
-        raise ValueError(f"{source}: no {err.args[0]} (not an ALBERT masked LM of this layout)") from None
-    return arguments + untied, converted
+    return convert_naming_missing_keys(lambda: _arguments(config, has_sentence_order_head(state), config_source),
+                                       lambda: _convert(state, config, vocabulary, source), config_source, source,
+                                       "an ALBERT masked LM")
 
 
 def _convert(state, config, vocabulary, source):

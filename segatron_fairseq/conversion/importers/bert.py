@@ -26,7 +26,7 @@ the MLM and SBO heads: a ``BertModel`` (keys without ``bert.``) or a
 (``fresh_mlm_head``: dense N(0, 0.02), LayerNorm 1 / 0, bias 0, decoder tied
 to the word embeddings), to be trained before its predictions mean anything.
 """
-from typing import Dict, List, Tuple
+from typing import Callable, Dict, List, Tuple
 
 import torch
 from torch import Tensor
@@ -120,14 +120,24 @@ def convert(state: Dict[str, Tensor], config: Dict, vocabulary: MappedWordPiece,
         word = state.get("bert.embeddings.word_embeddings.weight")
         if word is not None:
             state = {**state, **_fresh_mlm_head(word.size(1), word.size(0))}
+    return convert_naming_missing_keys(lambda: _arguments(config, is_segabert(state), config_source),
+                                       lambda: _convert(state, config, vocabulary, source), config_source, source,
+                                       "a BERT masked LM")
+
+
+def convert_naming_missing_keys(arguments_of: Callable[[], List[str]],
+                                state_of: Callable[[], Tuple[List[str], Dict[str, Tensor]]],
+                                config_source: str, source: str, kind: str) -> Tuple[List[str], Dict[str, Tensor]]:
+    """``arguments_of()`` (from the config) + the arguments and state dict of
+    ``state_of()``, a key missing from either named with its file."""
     try:
-        arguments = _arguments(config, is_segabert(state), config_source)
+        arguments = arguments_of()
     except KeyError as err:
         raise ValueError(f"{config_source}: no {err.args[0]}") from None
     try:
-        untied, converted = _convert(state, config, vocabulary, source)
+        untied, converted = state_of()
     except KeyError as err:
-        raise ValueError(f"{source}: no {err.args[0]} (not a BERT masked LM of this layout)") from None
+        raise ValueError(f"{source}: no {err.args[0]} (not {kind} of this layout)") from None
     return arguments + untied, converted
 
 

@@ -121,16 +121,18 @@ def _load(checkpoint):
     return models[0].eval(), task
 
 
-def _hf_bert(directory, tied=True):
-    """A random BertForMaskedLM (2 token types, 40 positions, eps 1e-12) saved with save_pretrained, its vocab.txt
-    beside it; every parameter drawn at a visible scale."""
-    from transformers import BertConfig, BertForMaskedLM
+def _hf_bert(directory, tied=True, model_class="BertForMaskedLM"):
+    """A random ``model_class`` (BertForMaskedLM; BertModel, SpanBERT's hub layout without heads; ...) with 2
+    token types, 40 positions, eps 1e-12, saved with save_pretrained, its vocab.txt beside it; every parameter
+    drawn at a visible scale."""
+    import transformers
 
     torch.manual_seed(0)
-    config = BertConfig(vocab_size=60, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                        intermediate_size=64, max_position_embeddings=40, type_vocab_size=2,
-                        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, tie_word_embeddings=tied)
-    model = BertForMaskedLM(config).eval()
+    config = transformers.BertConfig(vocab_size=60, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                     intermediate_size=64, max_position_embeddings=40, type_vocab_size=2,
+                                     hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+                                     tie_word_embeddings=tied)
+    model = getattr(transformers, model_class)(config).eval()
     with torch.no_grad():
         for name, parameter in model.named_parameters():
             parameter.normal_(1.0 if "LayerNorm.weight" in name else 0.0, 0.3)

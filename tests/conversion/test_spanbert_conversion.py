@@ -5,27 +5,8 @@ and the newest)."""
 import pytest
 import torch
 from conftest import fairseq_train, run_cli
-from test_huggingface_importers import _bert_vocab
+from test_huggingface_importers import _bert_vocab, _hf_bert
 from transformers_newest import newest_outputs
-
-SPANBERT_CONFIG = dict(vocab_size=60, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                       intermediate_size=64, max_position_embeddings=40, type_vocab_size=2, hidden_dropout_prob=0.0,
-                       attention_probs_dropout_prob=0.0)
-
-
-def _spanbert_directory(directory, model_class):
-    """A random ``model_class`` (BertModel: SpanBERT's hub layout, no heads) saved with save_pretrained, every
-    parameter drawn at a visible scale, and its vocab.txt."""
-    import transformers
-
-    torch.manual_seed(0)
-    model = getattr(transformers, model_class)(transformers.BertConfig(**SPANBERT_CONFIG)).eval()
-    with torch.no_grad():
-        for name, parameter in model.named_parameters():
-            parameter.normal_(1.0 if "LayerNorm.weight" in name else 0.0, 0.3)
-    model.save_pretrained(directory)
-    (directory / "vocab.txt").write_text("\n".join(_bert_vocab(60)) + "\n")
-    return model
 
 
 def _inputs():
@@ -42,7 +23,7 @@ def test_hf_spanbert_reproduces_the_encoder(tmp_path, model_class):
 
     from segatron_fairseq.conversion.importers.wordpiece_vocabulary import map_wordpiece
 
-    hf_model = _spanbert_directory(tmp_path / "hf", model_class)
+    hf_model = _hf_bert(tmp_path / "hf", model_class=model_class)
     out = run_cli("segatron-import", "hf-spanbert", "--model-dir", tmp_path / "hf", "--out", tmp_path / "imported")
     assert "checkpoint.pt" in out
     models, _, _ = checkpoint_utils.load_model_ensemble_and_task([str(tmp_path / "imported" / "checkpoint.pt")])
@@ -66,7 +47,7 @@ def test_hf_spanbert_reproduces_the_encoder(tmp_path, model_class):
 
 
 def test_hf_bert_still_needs_the_mlm_head(tmp_path):
-    _spanbert_directory(tmp_path / "hf", "BertModel")
+    _hf_bert(tmp_path / "hf", model_class="BertModel")
     out = run_cli("segatron-import", "hf-bert", "--model-dir", tmp_path / "hf", "--out", tmp_path / "x",
                   expect_ok=False)
     assert "not a BERT masked LM of this layout" in out and not (tmp_path / "x" / "checkpoint.pt").exists()

@@ -7,7 +7,7 @@ import re
 import pytest
 import torch
 from conftest import PLUGIN_DIR, ROOT, run_cli
-from corpus import make_documents, write_lines, write_wikitext
+from corpus import make_documents, write_wikitext
 from hydra import compose, initialize_config_dir
 from test_finetuning_configs import NARROW
 
@@ -62,19 +62,20 @@ def test_objective_yamls_carry_the_paper_settings(name, arch, criterion, setting
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
-    """About 40 examples of 512 tokens: two updates of 32."""
-    tmp = tmp_path_factory.mktemp("objective_corpus")
-    write_lines(tmp / "corpus.txt", make_documents(260, seed=4))
-    run_cli("segatron-preprocess", "--input-format", "lines", "--trainpref", tmp / "corpus.txt",
-            "--validpref", tmp / "corpus.txt", "--destdir", tmp / "bin")
+def corpus_137k(tmp_path_factory):
+    """About 137k tokens of generated WikiText: some 270 examples of 512 tokens, 4 batches of 64 and a short one."""
+    tmp = tmp_path_factory.mktemp("corpus_137k")
+    write_wikitext(tmp / "corpus.txt", make_documents(700, seed=3))
+    write_wikitext(tmp / "valid.txt", make_documents(10, seed=4))
+    run_cli("segatron-preprocess", "--input-format", "wikitext", "--trainpref", tmp / "corpus.txt",
+            "--validpref", tmp / "valid.txt", "--destdir", tmp / "bin")
     return tmp / "bin"
 
 
 @pytest.mark.end_to_end
 @pytest.mark.parametrize("name,arch,criterion,settings", SPANBERT_YAMLS, ids=[c[0] for c in SPANBERT_YAMLS])
-def test_objective_yamls_train_at_their_shapes(name, arch, criterion, settings, corpus, tmp_path):
-    out = run_cli("fairseq-hydra-train", "--config-dir", CONFIG_DIR, "--config-name", name, f"task.data={corpus}",
+def test_objective_yamls_train_at_their_shapes(name, arch, criterion, settings, corpus_137k, tmp_path):
+    out = run_cli("fairseq-hydra-train", "--config-dir", CONFIG_DIR, "--config-name", name, f"task.data={corpus_137k}",
                   f"checkpoint.save_dir={tmp_path / 'ckpt'}", f"common.user_dir={PLUGIN_DIR}",
                   f"hydra.run.dir={tmp_path / 'hydra'}", "common.cpu=true", "common.fp16=false",
                   "optimization.max_update=2", "common.log_interval=1",
@@ -88,17 +89,6 @@ def test_objective_yamls_train_at_their_shapes(name, arch, criterion, settings, 
     if settings.get("task.span_boundary_objective"):
         assert "classification_heads.span_boundary.bias" in state["model"]
         assert re.search(r"mlm_ppl=[0-9.]+, sbo_ppl=[0-9.]+", out)
-
-
-@pytest.fixture(scope="module")
-def corpus_137k(tmp_path_factory):
-    """About 137k tokens of generated WikiText: some 270 examples of 512 tokens, 4 batches of 64 and a short one."""
-    tmp = tmp_path_factory.mktemp("corpus_137k")
-    write_wikitext(tmp / "corpus.txt", make_documents(700, seed=3))
-    write_wikitext(tmp / "valid.txt", make_documents(10, seed=4))
-    run_cli("segatron-preprocess", "--input-format", "wikitext", "--trainpref", tmp / "corpus.txt",
-            "--validpref", tmp / "valid.txt", "--destdir", tmp / "bin")
-    return tmp / "bin"
 
 
 @pytest.mark.end_to_end

@@ -2,7 +2,7 @@
 
     python scripts/benchmarks/bench_segatron_xl.py [--layers 4] [--dim 410] [--vocab 20000] [--cutoffs A,B]
                                         [--batch-size 8] [--tgt-len 150] [--mem-len 150] [--steps 20] [--repeats 2]
-                                        [--dtype float32|bf16|fp16]
+                                        [--dtype float32|bf16|fp16] [--authors-code DIR]
 
 Each measurement runs in a fresh process (so peak memory is its own): forward,
 the ``segatron_lm_loss`` criterion, backward and an Adam step on a synthetic
@@ -11,6 +11,12 @@ stream whose sentence and paragraph starts follow WikiText-103's averages (a sen
 steps. Variants are interleaved over ``--repeats`` rounds and the best round
 counts. bf16 / fp16 cast the model, as fairseq's --fp16 does. Prints tokens/s,
 peak memory and Segatron-XL / Transformer-XL ratios.
+
+With ``--authors-code DIR`` (a checkout of github.com/rsvp-ai/segatron_aaai's
+``segatron-xl`` folder, not part of this project) a third variant runs: the
+authors' ``SegaMemTransformerLM`` imported from DIR, on the same configuration
+and stream and with their train.py's step (authors_segatron_xl.py), and a second
+report gives Segatron-XL / authors' ratios (target >= 2.0).
 """
 import argparse
 import json
@@ -21,6 +27,7 @@ from types import SimpleNamespace
 from bench_common import report, result, run_interleaved, setup_device, synthetic_dictionary, time_training
 
 VARIANTS = {"transformer_xl": (True, True), "segatron_xl": (False, False)}  # (no_sentence, no_paragraph)
+AUTHORS = "authors_segatron_xl"
 
 
 def measure(args) -> dict:
@@ -83,16 +90,30 @@ def main():
     p.add_argument("--repeats", type=int, default=2)
     p.add_argument("--threads", type=int, default=os.cpu_count())
     p.add_argument("--dtype", choices=("float32", "bf16", "fp16"), default="float32")
-    p.add_argument("--variant", choices=list(VARIANTS), help=argparse.SUPPRESS)
+    p.add_argument("--authors-code", metavar="DIR",
+                   help="also time the Segatron authors' SegaMemTransformerLM from this checkout of "
+                        "github.com/rsvp-ai/segatron_aaai's segatron-xl folder")
+    p.add_argument("--variant", choices=[*VARIANTS, AUTHORS], help=argparse.SUPPRESS)
     args = p.parse_args()
+    if args.authors_code and not os.path.isfile(os.path.join(args.authors_code, "mem_transformer.py")):
+        p.error(f"--authors-code {args.authors_code}: no mem_transformer.py (give their segatron-xl folder)")
+    if args.variant == AUTHORS:
+        from authors_segatron_xl import measure_authors
+
+        print(json.dumps(measure_authors(args)))
+        return
     if args.variant:
         print(json.dumps(measure(args)))
         return
-    best = run_interleaved(__file__, sys.argv[1:], list(VARIANTS), args.repeats)
+    variants = [*VARIANTS, AUTHORS] if args.authors_code else list(VARIANTS)
+    best = run_interleaved(__file__, sys.argv[1:], variants, args.repeats)
     xl, seg = best["transformer_xl"], best["segatron_xl"]
     print(f"\n{args.layers} layers, d={args.dim}, batch {args.batch_size} x {args.tgt_len}, mem {args.mem_len}, "
           f"{args.dtype} on {xl['device']}")
     report(xl, seg, "target >= 0.90")
+    if args.authors_code:
+        print()
+        report(best[AUTHORS], seg, "target >= 2.0")
 
 
 if __name__ == "__main__":

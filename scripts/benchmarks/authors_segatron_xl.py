@@ -61,6 +61,7 @@ def init_weights(model, std: float = 0.02) -> None:
 
 def measure_authors(args) -> dict:
     import torch
+    from bench_segatron_xl import synthetic_stream
 
     mem_transformer = import_mem_transformer(args.authors_code)
     torch.manual_seed(0)
@@ -77,21 +78,17 @@ def measure_authors(args) -> dict:
     init_weights(model)
     model = model.to(device).train()
 
-    # bench_segatron_xl.py's stream, batch by batch from the same generator: row b of every (B, T) batch
+    # bench_segatron_xl.py's stream (synthetic_stream), batch by batch: row b of every (B, T) batch
     # continues row b of the previous one. Their data iterator gives each batch column a contiguous piece
     # of the corpus with running paragraph / sentence / token indexes (SegaVocab.encode_file); here the
     # starts become such running counters, carried from step to step. Per-column offsets do not matter:
     # the model only uses each column's maximum minus each value. The targets are our variants' (the
     # batch's tokens shifted by one), so the adaptive softmax sees the same clusters.
-    generator = torch.Generator().manual_seed(1)
     shape = (args.batch_size, args.tgt_len)
     sentence_count = torch.zeros(args.batch_size, 1, dtype=torch.long)
     paragraph_count = torch.zeros(args.batch_size, 1, dtype=torch.long)
     batches = []
-    for step in range(args.steps + args.warmup):
-        tokens = torch.randint(4, args.vocab, shape, generator=generator)
-        sentence = torch.rand(shape, generator=generator) < 1 / 25
-        paragraph = sentence & (torch.rand(shape, generator=generator) < 1 / 4)
+    for step, (tokens, sentence, paragraph) in enumerate(synthetic_stream(args)):
         s = sentence_count + sentence.long().cumsum(1)
         p = paragraph_count + paragraph.long().cumsum(1)
         t = (step * args.tgt_len + torch.arange(args.tgt_len)).expand(shape)

@@ -1,11 +1,12 @@
 """Sampling speed of Segatron-XL and Transformer-XL: incremental decoding against a full recompute.
 
     python scripts/benchmarks/bench_generation.py [--layers 4 --dim 256 --heads 8 --ffn 1024]
-        [--prompt 150 --new-tokens 512 --mem-len 150 --tgt-len 150 --vocab 10000 --repeats 3]
+        [--prompt 150 --new-tokens 512 --mem-len 150 --tgt-len 150 --vocab 10000 --repeats 3] [--batch-size 1]
 
 Models of the given size (randomly initialised: speed does not depend on the
 weights) sample ``--new-tokens`` tokens after a ``--prompt``-token prompt,
-one row, with ``segatron_fairseq.generation.sampling.sample_tokens``: once with the
+one row, with ``segatron_fairseq.generation.sampling.sample_tokens`` (``--batch-size`` above 1: that many
+rows decoded greedily together, ``measure_rows``): once with the
 key/value cache (``incremental``) and once recomputing a full forward over the
 window for every token (``naive``). The window is capped at mem_len + tgt_len
 positions, as in the hub. New tokens get sentence / paragraph starts from a
@@ -43,6 +44,8 @@ def measure(model, prompt, args, incremental: bool) -> float:
 
     from segatron_fairseq.generation.sampling import sample_tokens
 
+    if args.batch_size > 1:
+        return measure_rows(model, prompt, args, incremental)
     starts = [synthetic_flags(t) for t in prompt]
     generator = torch.Generator().manual_seed(0)
     start = time.perf_counter()
@@ -51,6 +54,46 @@ def measure(model, prompt, args, incremental: bool) -> float:
     seconds = time.perf_counter() - start
     assert len(tokens) == args.new_tokens
     return args.new_tokens / seconds
+
+
+def measure_rows(model, prompt, args, incremental: bool) -> float:
+    """Tokens/s (all rows together) of greedy decoding of ``--batch-size`` rows that all start from
+    ``prompt``: ``prime_decoding`` then ``decode_step`` per token (incremental), or a forward over the
+    window (at most mem_len + tgt_len positions) per token (naive)."""
+    import torch
+
+    decoder, device = model.decoder, next(model.parameters()).device
+    rows, window = args.batch_size, args.mem_len + args.tgt_len
+    inputs = torch.tensor(prompt, device=device).expand(rows, -1)
+    flags = torch.tensor([synthetic_flags(t) for t in prompt], device=device).T[:, None].expand(-1, rows, -1)
+    vocabulary = torch.tensor([synthetic_flags(t) for t in range(args.vocab)], device=device)  # (V, 2)
+
+    def pick(features):  # (B, d) -> (B,) the most likely next token
+        output = decoder.output_layer(features[:, None])
+        return model.get_normalized_probs((output, None), log_probs=True)[:, 0].argmax(-1)
+
+    model.reset_memory(training=False)
+    start = time.perf_counter()
+    with torch.no_grad():
+        if incremental:
+            features, cache = decoder.prime_decoding(inputs, flags[0], flags[1])
+        for _ in range(args.new_tokens):
+            if incremental:
+                token = pick(features)
+                cache.keep_last(window - 1)
+                starts = vocabulary[token]
+                features = decoder.decode_step(token, {"sentence": starts[:, 0], "paragraph": starts[:, 1]}, cache)
+            else:
+                model.reset_memory(training=False)
+                features = decoder.extract_features(inputs[:, -window:], flags[0][:, -window:],
+                                                    flags[1][:, -window:])[:, -1]
+                token = pick(features)
+                inputs = torch.cat([inputs, token[:, None]], dim=1)
+                flags = torch.cat([flags, vocabulary[token].T[:, :, None]], dim=2)
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    model.reset_memory(training=False)
+    return rows * args.new_tokens / (time.perf_counter() - start)
 
 
 def weight_floor_seconds(model, repeats: int = 20) -> float:
@@ -80,6 +123,9 @@ def main():
     parser.add_argument("--new-tokens", type=int, default=512, help="tokens sampled")
     parser.add_argument("--mem-len", type=int, default=150)
     parser.add_argument("--tgt-len", type=int, default=150)
+    parser.add_argument("--batch-size", type=int, default=1,
+                        help="rows decoded together; above 1, greedy decoding of that many rows (all rows' tokens "
+                             "count)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=3,
                         help="incremental runs per model, alternating between the models (the best counts)")
@@ -103,8 +149,8 @@ def main():
             print(f"{name:<16} {mode:<12} {results[name, mode]:>10,.1f} tokens/s", flush=True)
     if device.type == "cpu":
         floor = 1 / weight_floor_seconds(models["segatron_xl"])
-    print(f"{args.new_tokens} tokens after {args.prompt}, {args.layers} layers, d={args.dim}, window "
-          f"{args.mem_len + args.tgt_len}, {device.type}:")
+    print(f"{args.batch_size} row(s), {args.new_tokens} tokens after {args.prompt}, {args.layers} layers, "
+          f"d={args.dim}, window {args.mem_len + args.tgt_len}, {device.type}:")
     if device.type == "cpu":
         print(f"  reading every weight once per token: at most {floor:,.1f} tokens/s; incremental segatron_xl "
               f"reaches {results['segatron_xl', 'incremental'] / floor:.0%} of that")

@@ -2,13 +2,14 @@
 
     python scripts/benchmarks/bench_segatron_xl.py [--layers 4] [--dim 410] [--vocab 20000] [--cutoffs A,B]
                                         [--batch-size 8] [--tgt-len 150] [--mem-len 150] [--steps 20] [--repeats 2]
-                                        [--dtype float32|bf16|fp16] [--authors-code DIR]
+                                        [--dtype float32|bf16|fp16] [--compile-layers] [--authors-code DIR]
 
 Each measurement runs in a fresh process (so peak memory is its own): forward,
 the ``segatron_lm_loss`` criterion, backward and an Adam step on a synthetic
-stream whose sentence and paragraph starts follow WikiText-103's averages (a sentence every
-~25 tokens, a paragraph every ~4 sentences), with the memory carried across
-steps. Variants are interleaved over ``--repeats`` rounds and the best round
+Zipfian stream (``synthetic_stream``) whose sentence and paragraph starts
+follow WikiText-103's averages (a sentence every ~25 tokens, a paragraph every
+~4 sentences), with the memory carried across steps. Variants are interleaved
+over ``--repeats`` rounds and the best round
 counts. bf16 / fp16 cast the model, as fairseq's --fp16 does. Prints tokens/s,
 peak memory and Segatron-XL / Transformer-XL ratios.
 
@@ -30,6 +31,25 @@ VARIANTS = {"transformer_xl": (True, True), "segatron_xl": (False, False)}  # (n
 AUTHORS = "authors_segatron_xl"
 
 
+def synthetic_stream(args) -> list:
+    """``warmup + steps`` consecutive batches (tokens, sentence starts, paragraph starts), each (B, T) on the
+    CPU. Token ids follow Zipf's law over the vocabulary (id 4 the most frequent, as in a fairseq dictionary),
+    so the targets fall into the adaptive softmax's bands about as often as in real text (about 20% beyond
+    the first cutoff of WikiText-103's); a sentence starts every ~25 tokens, a paragraph every ~4 sentences."""
+    import torch
+
+    generator = torch.Generator().manual_seed(1)
+    shape = (args.batch_size, args.tgt_len)
+    frequency = 1.0 / torch.arange(1, args.vocab - 3, dtype=torch.float64)
+    batches = []
+    for _ in range(args.warmup + args.steps):
+        tokens = 4 + torch.multinomial(frequency, shape[0] * shape[1], replacement=True, generator=generator)
+        sentence = torch.rand(shape, generator=generator) < 1 / 25
+        paragraph = sentence & (torch.rand(shape, generator=generator) < 1 / 4)
+        batches.append((tokens.view(shape), sentence, paragraph))
+    return batches
+
+
 def measure(args) -> dict:
     import torch
     from fairseq import utils
@@ -49,18 +69,9 @@ def measure(args) -> dict:
                            decoder_ffn_embed_dim=args.ffn, mem_len=args.mem_len, dropout=0.1,
                            no_sentence_part=no_sentence, no_paragraph_part=no_paragraph,
                            adaptive_softmax_cutoff=",".join(map(str, cutoff)), adaptive_input=True,
-                           tie_adaptive_weights=True, tie_adaptive_proj=True)
+                           tie_adaptive_weights=True, tie_adaptive_proj=True, compile_layers=args.compile_layers)
     embed = AdaptiveInput(len(dictionary), dictionary.pad(), args.dim, 1.0, args.dim, cutoff)
     model = SegatronXLModel(SegatronXLDecoder(cfg, dictionary, embed)).to(device).train()
-    generator = torch.Generator().manual_seed(1)
-    shape = (args.batch_size, args.tgt_len)
-
-    def batch():
-        tokens = torch.randint(4, args.vocab, shape, generator=generator)
-        sentence = torch.rand(shape, generator=generator) < 1 / 25
-        paragraph = sentence & (torch.rand(shape, generator=generator) < 1 / 4)
-        return [t.to(device) for t in (tokens, sentence, paragraph)]
-
     criterion = SegatronLMLoss(SimpleNamespace(target_dictionary=dictionary), sentence_avg=False)
 
     def loss_of_batch(tokens, sentence, paragraph):
@@ -68,7 +79,7 @@ def measure(args) -> dict:
                   "target": tokens.roll(-1, dims=1)}
         return criterion(model, sample)[0]
 
-    batches = [batch() for _ in range(args.steps + args.warmup)]
+    batches = [[t.to(device) for t in batch] for batch in synthetic_stream(args)]
     seconds = time_training(model, loss_of_batch, batches, args.warmup, args.dtype, device, cast_model=True)
     return result(args.variant, args.steps * args.batch_size * args.tgt_len, seconds, model, device)
 
@@ -90,6 +101,8 @@ def main():
     p.add_argument("--repeats", type=int, default=2)
     p.add_argument("--threads", type=int, default=os.cpu_count())
     p.add_argument("--dtype", choices=("float32", "bf16", "fp16"), default="float32")
+    p.add_argument("--compile-layers", action="store_true",
+                   help="the model's --compile-layers (torch.compile of each layer; GPU only)")
     p.add_argument("--authors-code", metavar="DIR",
                    help="also time the Segatron authors' SegaMemTransformerLM from this checkout of "
                         "github.com/rsvp-ai/segatron_aaai's segatron-xl folder")

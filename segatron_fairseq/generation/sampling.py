@@ -36,6 +36,8 @@ def next_token(lprobs: Tensor, topk: int, topp: float, temperature: float, exclu
         ordered, order = probs.sort(descending=True)
         outside = ordered.cumsum(dim=0) - ordered >= topp  # keep up to and including the one that reaches topp
         probs = probs.scatter(0, order, ordered.masked_fill(outside, 0.0))
+    if generator is not None:  # drawn where the generator lives: a seed gives the same tokens on CPU and GPU
+        probs = probs.to(generator.device)
     return int(torch.multinomial(probs, 1, generator=generator))
 
 

@@ -88,6 +88,11 @@ class SegatronXLConfig(FairseqDataclass):
     tie_adaptive_weights: bool = field(default=False, metadata={"help": "tie adaptive input and softmax"})
     tie_adaptive_proj: bool = field(default=False, metadata={"help": "tie their projections too"})
     init_std: float = field(default=0.02, metadata={"help": "std of the normal init of weights"})
+    compile_layers: bool = field(
+        default=False, metadata={"help": "run each layer through torch.compile (inductor: the rel-shift, mask, "
+                                         "softmax, dropout, residual and LayerNorm fused into few kernels) when "
+                                         "the model is on a GPU; eager on CPU. Same results to rounding"}
+    )
     max_target_positions: int = field(default=1 << 20, metadata={"help": "longest evaluation stream"})
 
 
@@ -126,6 +131,7 @@ class SegatronXLDecoder(SegatronXLDecoding, FairseqIncrementalDecoder):
                 tie_proj=cfg.tie_adaptive_proj,
             )
         self._memory: Dict[bool, _Memory] = {}
+        self._compiled_layers: Optional[List[nn.Module]] = None  # built on the first GPU forward
         self.generation: Optional[GenerationSetup] = None  # set for fairseq's SequenceGenerator
         self._init_weights()
 
@@ -240,7 +246,8 @@ class SegatronXLDecoder(SegatronXLDecoding, FairseqIncrementalDecoder):
         # outside autocast (--amp): fairseq's AdaptiveInput writes its bands into a float32 tensor
         with torch.autocast(src_tokens.device.type, enabled=False):
             x = self.embed_tokens(src_tokens)
-        x = x.transpose(0, 1) * self.embed_scale  # (T, B, d)
+        # (T, B, d), contiguous like every later layer's input: compiled layers see one layout
+        x = (x * self.embed_scale).transpose(0, 1).contiguous()
         x = self.dropout(x)
         distances = SegmentDistances(
             self.part_dims, keys, self.cfg.clamp_len, x.dtype, x.device,
@@ -253,7 +260,7 @@ class SegatronXLDecoder(SegatronXLDecoding, FairseqIncrementalDecoder):
         mask = self._attention_mask(seq_len, keys, x.device)
 
         inputs, weights = [], []
-        for i, layer in enumerate(self.layers):
+        for i, layer in enumerate(self._layers_to_run(x.device)):
             inputs.append(x)
             bias = i if self.cfg.per_layer_position_biases else 0
             x, layer_weights = layer(x, None if memory is None else memory.hidden[i], distances,
@@ -262,6 +269,18 @@ class SegatronXLDecoder(SegatronXLDecoding, FairseqIncrementalDecoder):
         if self.final_norm is not None:
             x = self.final_norm(x)
         return x, inputs, counters, weights
+
+    def _layers_to_run(self, device: torch.device):
+        """The layers, or with ``compile_layers`` on a GPU their compiled
+        wrappers (same parameters; one graph serves every layer, since torch
+        passes a module's parameters as graph inputs). The number of runs S
+        and the grid size G change from segment to segment: after the first
+        change torch compiles those sizes as symbols, once."""
+        if not (self.cfg.compile_layers and device.type == "cuda"):
+            return self.layers
+        if self._compiled_layers is None:
+            self._compiled_layers = [torch.compile(layer) for layer in self.layers]
+        return self._compiled_layers
 
     def _attention_mask(self, seq_len: int, num_keys: int, device: torch.device) -> Tensor:
         """(T, K) True where key j is hidden from query i (keys: the M = K - T

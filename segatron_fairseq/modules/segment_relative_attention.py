@@ -32,7 +32,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .segment_distances import RUN_GRID, WINDOW_END, SegmentDistances
+from .segment_distances import RUN_GRID, SegmentDistances
 
 
 def rel_shift(x: Tensor) -> Tensor:
@@ -55,6 +55,17 @@ def rel_shift(x: Tensor) -> Tensor:
     batch, heads, queries, keys = x.shape
     padded = torch.cat([x.new_zeros(batch, heads, queries, 1), x], dim=-1)
     return padded.view(batch, heads, keys + 1, queries)[:, :, 1:].reshape(batch, heads, queries, keys)
+
+
+def position_product(query: Tensor, rows: Tensor) -> Tensor:
+    """Queries (B, H, T, dh) against projected R rows (n, H, dh), or rows per batch row (B, n, H, dh):
+    (B, H, T, n), as one batched product over the B x H pairs whose output is already in the scores'
+    layout (an einsum would permute it, and its gradient back, through a slow copy)."""
+    batch, heads, seq_len, head_dim = query.shape
+    if rows.dim() == 3:
+        rows = rows.unsqueeze(0).expand(batch, -1, -1, -1)
+    right = rows.permute(0, 2, 3, 1).contiguous().view(batch * heads, head_dim, rows.size(1))
+    return torch.bmm(query.reshape(batch * heads, seq_len, head_dim), right).view(batch, heads, seq_len, -1)
 
 
 class SegmentRelativeMultiheadAttention(nn.Module):
@@ -97,8 +108,7 @@ class SegmentRelativeMultiheadAttention(nn.Module):
         # BD_token (B, H, T, K): (q_i + v) . W_R R for the K distances, rel-shifted into place;
         # in WINDOW_END mode R carries all three parts and differs per batch row
         r_rows = self._project(distances.position_table, 0)  # (K, H, dh), or (B, K, H, dh)
-        equation = "bhid,bkhd->bhik" if distances.mode == WINDOW_END else "bhid,khd->bhik"
-        return ac + rel_shift(torch.einsum(equation, q_position, r_rows)), v
+        return ac + rel_shift(position_product(q_position, r_rows)), v
 
     def _add_run_grid_terms(self, ac: Tensor, q_position: Tensor, distances: SegmentDistances) -> Tensor:
         """AC + BD_token + BD_grid (B, H, T, K) of Eq. 3."""
@@ -112,7 +122,7 @@ class SegmentRelativeMultiheadAttention(nn.Module):
             start += table.size(-1)
         # token rows and grid cells scored in one product: a separate product over the grid's few
         # rows runs on slow narrow kernels
-        by_row = torch.einsum("bhid,khd->bhik", q_position, torch.cat([r_rows, r_grid], dim=0))
+        by_row = position_product(q_position, torch.cat([r_rows, r_grid], dim=0))  # (B, H, T, K + G)
         # split, not two slices: its backward is one concatenation, not two zero-filled full-size gradients
         by_token, by_cell = by_row.split([keys, r_grid.size(0)], dim=-1)  # (B, H, T, K), (B, H, T, G)
         cells = distances.run_cells  # (B, T, S)

@@ -347,3 +347,20 @@ def test_incremental_decoding_is_refused_with_window_end_distances():
         decoder.reset_memory()
         longer = decoder.extract_features(tokens, sentence_flags, paragraph_flags)
     assert not torch.allclose(shorter[:, 2], longer[:, 2])
+
+
+def test_compile_layers_runs_the_eager_layers_on_cpu():
+    """--compile-layers is for GPUs: on the CPU the decoder runs its own layers, with identical features
+    (tests/modules/test_segatron_attention_cuda.py checks the compiled layers on a GPU)."""
+    tokens, sentence_flags, paragraph_flags = make_stream(2 * SEQ)
+    features = []
+    for compiled in (False, True):
+        decoder = make_decoder(True, True)
+        decoder.cfg.compile_layers = compiled
+        assert decoder._layers_to_run(torch.device("cpu")) is decoder.layers
+        with torch.no_grad():
+            features.append(torch.cat([decoder.extract_features(tokens[:, cols], sentence_flags[:, cols],
+                                                                paragraph_flags[:, cols])
+                                       for cols in (slice(0, SEQ), slice(SEQ, 2 * SEQ))], dim=1))
+        assert decoder._compiled_layers is None
+    assert torch.equal(features[0], features[1])

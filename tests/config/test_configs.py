@@ -45,6 +45,7 @@ def test_wt103_configs_compose_with_paper_settings(name, preset, model):
     assert (cfg.model.segment_distance_origin == "window_end") == authors
     assert cfg.model.adaptive_softmax_bias == authors  # tied, as theirs
     assert cfg.model.tie_adaptive_weights and not cfg.model.per_layer_position_biases
+    assert cfg.model.compile_layers == (preset == "wt103_base" and not authors)  # measured on a GPU for these
 
 
 @pytest.mark.parametrize("arch,preset,model", [("segatron_xl_wt103_base", "wt103_base", "segatron_xl"),

@@ -43,6 +43,24 @@ def make_stream(length):
     return tokens, sentence, paragraph
 
 
+def third_segment_attention_inputs(decoder):
+    """Each layer's attention inputs (hidden, memory, distances, u, v, mask, need_weights) on the third of
+    three segments of ``make_stream`` (memory carried), the stream positions of that window's keys (the
+    memory holds positions 2*SEQ-5 .. 2*SEQ-1) and the start flags of the stream."""
+    tokens, sentence_flags, paragraph_flags = make_stream(3 * SEQ)
+    captured = []
+    hooks = [layer.attention.register_forward_pre_hook(lambda module, args: captured.append(args))
+             for layer in decoder.layers]
+    with torch.no_grad():
+        for segment in range(3):
+            captured.clear()
+            cols = slice(segment * SEQ, (segment + 1) * SEQ)
+            decoder.extract_features(tokens[:, cols], sentence_flags[:, cols], paragraph_flags[:, cols])
+    for hook in hooks:
+        hook.remove()
+    return captured, list(range(2 * SEQ - 5, 3 * SEQ)), {"sentence": sentence_flags, "paragraph": paragraph_flags}
+
+
 def boundaries_between(flags, j, i):
     """Number of starts at positions j+1..i: boundaries crossed going from key j to query i."""
     return int(flags[j + 1:i + 1].sum())
@@ -88,32 +106,16 @@ def reference_scores(attention, window, seq_len, positions, flags, u, v, part_di
                                                       (False, -1, "window_end"), (False, 2, "window_end")])
 def test_scores_match_pair_by_pair_reference(sentence, paragraph, pre_norm, clamp_len, origin):
     decoder = make_decoder(sentence, paragraph, pre_norm=pre_norm, clamp_len=clamp_len, mem_len=5, origin=origin)
-    tokens, sentence_flags, paragraph_flags = make_stream(3 * SEQ)
-    captured = []
-
-    def capture(module, args):
-        captured.append(args)
-
-    hooks = [layer.attention.register_forward_pre_hook(capture) for layer in decoder.layers]
-    with torch.no_grad():
-        for segment in range(3):
-            captured.clear()
-            cols = slice(segment * SEQ, (segment + 1) * SEQ)
-            decoder.extract_features(tokens[:, cols], sentence_flags[:, cols], paragraph_flags[:, cols])
-    for h in hooks:
-        h.remove()
-
-    # the third segment: memory holds stream positions 2*SEQ-5 .. 2*SEQ-1
-    positions = list(range(2 * SEQ - 5, 3 * SEQ))
+    captured, positions, flags = third_segment_attention_inputs(decoder)
     for layer_number, (hidden, memory, distances, u, v, mask, _) in enumerate(captured):
         attention = decoder.layers[layer_number].attention
         assert memory.shape == (5, BATCH, 30)
         scores, _ = attention.scores(hidden, memory, distances, u, v)
         for b in range(BATCH):
             window = torch.cat([memory[:, b], hidden[:, b]])
-            flags = {"sentence": sentence_flags[b], "paragraph": paragraph_flags[b]}
-            expected = reference_scores(attention, window, SEQ, positions, flags, u, v, decoder.part_dims, clamp_len,
-                                        origin)
+            row_flags = {part: stream_flags[b] for part, stream_flags in flags.items()}
+            expected = reference_scores(attention, window, SEQ, positions, row_flags, u, v, decoder.part_dims,
+                                        clamp_len, origin)
             visible = ~expected.isnan()
             assert visible.sum() == 3 * sum(5 + i + 1 for i in range(SEQ))
             assert torch.equal(visible[0], ~mask)

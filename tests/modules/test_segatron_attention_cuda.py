@@ -5,28 +5,17 @@ from copy import deepcopy
 
 import pytest
 import torch
-from test_segatron_attention import BATCH, SEQ, make_decoder, make_stream, reference_scores
+from test_segatron_attention import (
+    BATCH,
+    SEQ,
+    make_decoder,
+    make_stream,
+    reference_scores,
+    third_segment_attention_inputs,
+)
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 CUDA = torch.device("cuda")
-
-
-def third_segment_attention_inputs(decoder):
-    """Each layer's attention inputs (hidden, memory, distances, u, v, mask) on the third of three segments
-    with memory, from a float64 CPU decoder, and the stream positions / flags of that window."""
-    tokens, sentence_flags, paragraph_flags = make_stream(3 * SEQ)
-    captured = []
-    hooks = [layer.attention.register_forward_pre_hook(lambda module, args: captured.append(args))
-             for layer in decoder.layers]
-    with torch.no_grad():
-        for segment in range(3):
-            captured.clear()
-            cols = slice(segment * SEQ, (segment + 1) * SEQ)
-            decoder.extract_features(tokens[:, cols], sentence_flags[:, cols], paragraph_flags[:, cols])
-    for hook in hooks:
-        hook.remove()
-    positions = list(range(2 * SEQ - 5, 3 * SEQ))
-    return captured, positions, {"sentence": sentence_flags, "paragraph": paragraph_flags}
 
 
 def scores_error(attention, inputs, dtype, device, expected_of_row):

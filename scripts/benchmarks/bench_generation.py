@@ -77,9 +77,11 @@ def measure_rows(model, prompt, args, incremental: bool) -> float:
     with torch.no_grad():
         if incremental:
             features, cache = decoder.prime_decoding(inputs, flags[0], flags[1])
-        for _ in range(args.new_tokens):
+        for step in range(args.new_tokens):
             if incremental:
                 token = pick(features)
+                if step == args.new_tokens - 1:
+                    break
                 cache.keep_last(window - 1)
                 starts = vocabulary[token]
                 features = decoder.decode_step(token, {"sentence": starts[:, 0], "paragraph": starts[:, 1]}, cache)

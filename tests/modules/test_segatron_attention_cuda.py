@@ -41,8 +41,8 @@ def scores_error(attention, inputs, dtype, device, expected_of_row):
 @pytest.mark.parametrize("sentence,paragraph,origin", [(True, True, "query"), (False, False, "query"),
                                                        (True, True, "window_end")])
 def test_bf16_scores_on_gpu_within_bf16_rounding_of_the_float64_reference(sentence, paragraph, origin):
-    """The GPU's bf16 scores are as close to the float64 reference as the same computation in bf16 on the
-    CPU (twice its error at most), and within 2% of the scores' range."""
+    """The GPU's bf16 scores are within 2% of the scores' range of the float64 reference, and (a heuristic
+    bound) at most twice as far from it as the same computation in bf16 on the CPU."""
     decoder = make_decoder(sentence, paragraph, mem_len=5, origin=origin)
     captured, positions, flags = third_segment_attention_inputs(decoder)
     for layer_number, inputs in enumerate(captured):
@@ -81,6 +81,7 @@ def test_compiled_layers_match_eager_on_gpu(sentence, paragraph):
     to the float64 CPU decoder's as eager bf16 (1.5x its error at most)."""
     reference = make_decoder(sentence, paragraph, mem_len=5)
     expected = _cpu(reference)
+    torch._dynamo.reset()  # fresh caches: the compiled runs below must compile, not fall back to eager
 
     def model(compiled):
         decoder = deepcopy(reference)
@@ -89,6 +90,7 @@ def test_compiled_layers_match_eager_on_gpu(sentence, paragraph):
 
     eager, eager_grads = run_segments(model(False), torch.float32, train=True)
     compiled, compiled_grads = run_segments(model(True), torch.float32, train=True)
+    assert torch._dynamo.utils.counters["stats"]["unique_graphs"] > 0, "nothing was compiled"
     torch.testing.assert_close(compiled, eager, rtol=1e-4, atol=1e-4)
     assert eager_grads.keys() == compiled_grads.keys()
     for name in eager_grads:

@@ -194,3 +194,13 @@ def test_fine_tunes_and_predicts_with_each_pretrained_kind(tmp_path, kind, head,
     assert len(lines) == len(source)
     for line, given in zip(lines, source):
         assert line.split()[:-1] == given.split() and (not line or line.split()[-1] in CONLL_2003_LABELS.split(","))
+
+
+def test_a_label_outside_labels_names_the_file_and_line(tmp_path, segabert_corpus):
+    (tmp_path / "ner").mkdir()
+    write_ner_file(tmp_path / "ner" / "train.txt", 2, seed=1)
+    (tmp_path / "ner" / "valid.txt").write_text(CONLL.replace("B-MISC", "B-DRUG"))
+    out = fairseq_train(tmp_path / "ner", task="token_labelling", arch="segabert_tiny", criterion="token_labelling",
+                        save_dir=tmp_path / "ft", expect_ok=False,
+                        extra=["--pretrain-data", segabert_corpus, "--batch-size", 4, "--max-update", 1])
+    assert f"{tmp_path / 'ner' / 'valid.txt'}:5: label 'B-DRUG' is not one of --labels O,B-PER," in out

@@ -14,10 +14,10 @@ def entity_scores(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[st
     from seqeval.metrics import f1_score, precision_score, recall_score
 
     gold, predicted = [list(s) for s in gold], [list(s) for s in predicted]
-    # no entity predicted (or none in the gold labels): 0, as conlleval
-    return {"precision": 100 * precision_score(gold, predicted, zero_division=0),
-            "recall": 100 * recall_score(gold, predicted, zero_division=0),
-            "f1": 100 * f1_score(gold, predicted, zero_division=0)}
+    # no entity predicted (or none in the gold labels): 0, as conlleval; Python floats (seqeval's are numpy's,
+    # which a checkpoint's best_f1 must not hold: the checkpoint would not load with weights_only)
+    return {name: 100 * float(score(gold, predicted, zero_division=0))
+            for name, score in (("precision", precision_score), ("recall", recall_score), ("f1", f1_score))}
 
 
 def sentences_of(words: Iterable[LabelledWord]) -> Tuple[List[List[str]], List[List[str]]]:

@@ -142,6 +142,7 @@ def test_span_f1_of_a_hand_made_file_is_computed_by_hand(tmp_path):
     assert scores["precision"] == pytest.approx(100 * 5 / 8)
     assert scores["recall"] == pytest.approx(100 * 5 / 7)
     assert scores["f1"] == pytest.approx(100 * 2 / 3)
+    assert all(type(value) is float for value in scores.values())  # a checkpoint's best_f1 loads with weights_only
     assert f1_score(gold, predicted) == pytest.approx(2 / 3)
 
 
@@ -181,11 +182,13 @@ def test_fine_tunes_and_predicts_with_each_pretrained_kind(tmp_path, kind, head,
                         extra=[*options, "--pretrain-data", segabert_corpus, "--restore-file", checkpoint,
                                "--reset-optimizer", "--reset-dataloader", "--reset-meters", "--reset-lr-scheduler",
                                "--token-head", head, "--max-positions", 32, "--batch-size", 4, "--max-update", 2,
-                               "--no-epoch-checkpoints", "--log-format", "simple"])
+                               "--no-epoch-checkpoints", "--log-format", "simple", "--best-checkpoint-metric", "f1",
+                               "--maximize-best-checkpoint-metric"])
     assert "valid: 2 documents, 6 sentences" in out
     assert re.search(r"valid on 'valid' subset .*\| precision [0-9.]+ \| recall [0-9.]+ \| f1 [0-9.]+", out), \
         out[-2000:]
-    predicted = run_cli("segatron-predict", "ner", "--checkpoint", tmp_path / "ft" / "checkpoint_last.pt",
+    # checkpoint_best.pt holds the best f1: a Python float, which loads with weights_only
+    predicted = run_cli("segatron-predict", "ner", "--checkpoint", tmp_path / "ft" / "checkpoint_best.pt",
                         "--pretrain-data", segabert_corpus, "--input", tmp_path / "ner" / "valid.txt",
                         "--out", tmp_path / "valid.predicted", "--cpu")
     assert re.search(r"f1 [0-9.]+ \| precision [0-9.]+ \| recall [0-9.]+ \| sentences 6", predicted)
@@ -194,6 +197,17 @@ def test_fine_tunes_and_predicts_with_each_pretrained_kind(tmp_path, kind, head,
     assert len(lines) == len(source)
     for line, given in zip(lines, source):
         assert line.split()[:-1] == given.split() and (not line or line.split()[-1] in CONLL_2003_LABELS.split(","))
+    if kind == "segabert":  # a file of the words alone is labelled too, and not scored
+        words = "\n".join(line.split()[0] if line else "" for line in source)
+        (tmp_path / "words.txt").write_text(words + "\n")
+        predicted = run_cli("segatron-predict", "ner", "--checkpoint", tmp_path / "ft" / "checkpoint_last.pt",
+                            "--pretrain-data", segabert_corpus, "--input", tmp_path / "words.txt",
+                            "--out", tmp_path / "words.predicted", "--cpu")
+        assert "f1 " not in predicted
+        labelled = (tmp_path / "words.predicted").read_text().splitlines()
+        assert [line.split()[:-1] for line in labelled] == [line.split()[:1] for line in source]
+        assert [line.split()[-1] for line in labelled if line and line.split()[0] != "-DOCSTART-"] == \
+            [line.split()[-1] for line in lines if line and line.split()[0] != "-DOCSTART-"]
 
 
 def test_a_label_outside_labels_names_the_file_and_line(tmp_path, segabert_corpus):

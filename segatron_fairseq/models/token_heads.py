@@ -20,6 +20,7 @@ from typing import List
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.func import functional_call
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 TOKEN_HEADS = ("linear", "bilstm_crf")
@@ -73,11 +74,18 @@ class TokenCRFHead(nn.Module):
 
     def loss(self, features: torch.Tensor, mask: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         """The summed negative log-likelihood of each window's gold labels."""
-        return -self.crf(self(features, mask), target.masked_fill(~mask, 0), mask, reduction="sum")
+        return -crf_log_likelihood(self.crf, self(features, mask), target.masked_fill(~mask, 0), mask)
 
     def decode(self, features: torch.Tensor, mask: torch.Tensor) -> List[List[int]]:
         """Each window's Viterbi labels, one per word."""
         return self.crf.decode(self(features, mask), mask)
+
+
+def crf_log_likelihood(crf: nn.Module, emissions: torch.Tensor, tags: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """The summed log-likelihood of ``tags`` under ``crf`` (a ``torchcrf.CRF``), in float32 whatever the dtype of
+    its parameters (under --fp16 they are half, and pytorch-crf would sum the gold path's score in half)."""
+    parameters = {name: p.float() for name, p in crf.named_parameters()}
+    return functional_call(crf, parameters, (emissions.float(), tags, mask), {"reduction": "sum"})
 
 
 def build_token_head(kind: str, input_dim: int, num_labels: int, dropout: float, projection_dim: int,

@@ -106,6 +106,24 @@ def test_heads_score_each_window_alone_whatever_the_padding(head):
     assert word_features(features, torch.tensor([[0, 2], [1, 0]]))[0, 1].equal(features[0, 2])
 
 
+def test_the_crf_sums_in_float_when_its_parameters_are_half():
+    from torchcrf import CRF
+
+    from segatron_fairseq.models.token_heads import crf_log_likelihood
+
+    torch.manual_seed(0)
+    half = CRF(5, batch_first=True)
+    half.transitions.data.normal_(std=2.0)
+    half = half.half()
+    exact = CRF(5, batch_first=True)
+    exact.load_state_dict({k: v.float() for k, v in half.state_dict().items()})  # the same (rounded) values
+    emissions = 50 + 3 * torch.randn(2, 300, 5)  # a long window: the gold path's score is near 15,000
+    tags, mask = torch.randint(0, 5, (2, 300)), torch.ones(2, 300, dtype=torch.bool)
+    expected = exact(emissions, tags, mask, reduction="sum")
+    assert crf_log_likelihood(half, emissions, tags, mask).item() == pytest.approx(expected.item(), abs=1e-2)
+    assert abs(half(emissions, tags, mask, reduction="sum").item() - expected.item()) > 0.1  # pytorch-crf's own
+
+
 # token POS chunk gold predicted (IOB1, as CoNLL-2003); entities by hand:
 #   gold: ORG EU, MISC German, MISC British | PER Peter Blackburn | LOC BRUSSELS | LOC Germany, LOC France  (7)
 #   predicted: ORG EU, MISC German, LOC British | PER Peter | LOC BRUSSELS, MISC 1996-08-22 | LOC, LOC  (8)

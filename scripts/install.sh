@@ -21,8 +21,11 @@ PATCH="$ROOT/scripts/patches/fairseq-${FAIRSEQ_VERSION}-py311.patch"
 RUNTIME_PACKAGES=(
   "hydra-core==1.3.2" "omegaconf==2.3.0" "sentencepiece" "nltk" "bitarray"
   "sacrebleu>=1.4.12" "regex" "cffi" "tqdm" "pytest" "pytest-xdist"
-  "scikit-learn" "scipy" "tensorboardX" "matplotlib" "tokenizers" "safetensors"
+  "scikit-learn" "scipy" "tensorboardX" "matplotlib" "tokenizers" "safetensors" "pytorch-crf"
 )
+# seqeval ships only an sdist whose setup_requires fetches the newest setuptools_scm, which no longer builds it that
+# way: it is built in the venv (--no-build-isolation) with a setuptools_scm that does
+SOURCE_ONLY_PACKAGES=("seqeval==1.2.2")
 # the oracles of the checkpoint importers and exporters: the Hugging Face classes that read and write those
 # formats (4.35.2: the last release before Transformer-XL was deprecated); sacremoses for its Transformer-XL tokenizer;
 # ruff, the linter .ci/run runs (settings in pyproject.toml)
@@ -43,7 +46,7 @@ EOF
 stamp_inputs() {
   {
     echo "$TORCH_SPEC"
-    echo "${RUNTIME_PACKAGES[*]} ${TEST_PACKAGES[*]} $NEWEST_TRANSFORMERS"
+    echo "${RUNTIME_PACKAGES[*]} ${SOURCE_ONLY_PACKAGES[*]} ${TEST_PACKAGES[*]} $NEWEST_TRANSFORMERS"
     cat "$PATCH" "$ROOT/scripts/install.sh" "$ROOT/setup.py"
   } | sha256sum | cut -d' ' -f1
 }
@@ -100,6 +103,8 @@ log "installing runtime and test requirements"
 # torch is pinned by what is installed: a constraint keeps pip from replacing it.
 TORCH_INSTALLED="$("$VENV/bin/python" -c 'import torch; print(torch.__version__)')"
 "${PIP[@]}" install -q "${RUNTIME_PACKAGES[@]}" "${TEST_PACKAGES[@]}" "torch==$TORCH_INSTALLED"
+"${PIP[@]}" install -q "setuptools_scm<9"
+"${PIP[@]}" install -q --no-build-isolation "${SOURCE_ONLY_PACKAGES[@]}"
 
 log "installing segatron_fairseq (editable)"
 "${PIP[@]}" install -q --no-deps --no-build-isolation -e "$ROOT"
@@ -110,7 +115,7 @@ log "installing $NEWEST_TRANSFORMERS beside it ($NEWEST)"
 "$NEWEST/bin/python" -m pip --disable-pip-version-check install -q "$NEWEST_TRANSFORMERS" "torch==$TORCH_INSTALLED"
 "$NEWEST/bin/python" -c "import transformers, torch" || die "$NEWEST: transformers does not import"
 
-"$VENV/bin/python" -c "import fairseq, segatron_fairseq, segatron_preprocess, fairseq.data.data_utils_fast, fairseq.data.token_block_utils_fast" ||
+"$VENV/bin/python" -c "import fairseq, segatron_fairseq, segatron_preprocess, fairseq.data.data_utils_fast, fairseq.data.token_block_utils_fast, torchcrf, seqeval.metrics" ||
   die "the installed packages do not import"
 echo "$WANT" > "$STAMP"
 log "done: fairseq $("$VENV/bin/python" -c 'import fairseq; print(fairseq.__version__)'), torch $TORCH_INSTALLED in $VENV"

@@ -4,14 +4,19 @@
         --input dev-v2.0.json --out predictions.json [--null-odds null_odds.json] [--no-answer-threshold T]
     segatron-predict glue --checkpoint ft/checkpoint_best.pt --pretrain-data CORPUS \\
         --glue-task MNLI --data glue_data/MNLI --out submission/
+    segatron-predict ner --checkpoint ft/checkpoint_best.pt --pretrain-data CORPUS \\
+        --input conll2003/test.txt --out test.predicted
 
 ``squad`` writes ``{id: answer}`` (and the no-answer scores, the official
 script's ``--na-prob-file``); when the file has answers it also prints the
 official exact match and F1. ``glue`` writes the GLUE server's files
 (``MNLI-m.tsv``, ``SST-2.tsv``, ...: ``index \\t prediction``) from the task's
-test files. Every output is checked before the model is loaded: an output
-that is one of the inputs, or both outputs the same file, is refused, and so
-is an existing file unless ``--overwrite``.
+test files. ``ner`` writes a CoNLL file's lines with each word's predicted
+label appended (conlleval's input) and, when the file has labels, prints the
+entity-level F1, precision and recall (seqeval). Every output is checked
+before the model is loaded: an output that is one of the inputs, or both
+outputs the same file, is refused, and so is an existing file unless
+``--overwrite``.
 """
 import json
 import os
@@ -129,6 +134,36 @@ def _glue(args) -> str:
     return args.out
 
 
+@torch.no_grad()
+def _ner(args) -> str:
+    from segatron_fairseq.criterions.token_labelling import predicted_labels
+    from segatron_fairseq.data.conll import conll_output, read_conll
+    from segatron_fairseq.evaluation.entity_f1 import entity_scores, sentences_of
+    from segatron_preprocess.atomic import atomic_path
+
+    check_output(args.out, inputs={"--input": args.input, "--checkpoint": args.checkpoint}, overwrite=args.overwrite)
+    conll = read_conll(args.input)
+    args.data = os.path.dirname(os.path.abspath(args.input))
+    model, task, device = _load(args, "token_labelling")
+    dataset = task.windows_dataset(conll, with_targets=False)
+    sentences = conll.sentences
+    predicted = {}
+    for batch in _batches(dataset, args.batch_size, device):
+        for window, path in zip(batch["words"], predicted_labels(model, batch, task.cfg.classification_head_name)):
+            for (sentence, word), label in zip(window, path):
+                predicted[sentences[sentence].lines[word]] = task.labels[label]
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    with atomic_path(args.out) as staged, open(staged, "w", encoding="utf-8") as f:
+        f.write(conll_output(conll, predicted))
+    if conll.labelled:
+        words = [(s, w, label, predicted[line]) for s, sentence in enumerate(sentences)
+                 for w, (label, line) in enumerate(zip(sentence.labels, sentence.lines))]
+        scores = entity_scores(*sentences_of(words))
+        print(f"f1 {scores['f1']:.2f} | precision {scores['precision']:.2f} | recall {scores['recall']:.2f} | "
+              f"sentences {len(sentences)}")
+    return args.out
+
+
 def _common(command) -> None:
     command.add_argument("--checkpoint", required=True, help="the fine-tuned checkpoint")
     command.add_argument("--pretrain-data", required=True,
@@ -156,6 +191,11 @@ def cli_main(argv=None) -> None:
     glue.add_argument("--diagnostic", help="MNLI: glue_data/diagnostic/diagnostic.tsv, predicted into AX.tsv")
     glue.add_argument("--out", required=True, help="the directory of the submission files")
     glue.set_defaults(run=_glue)
+    ner = formats.add_parser("ner", help="CoNLL labels of a token_labelling checkpoint")
+    _common(ner)
+    ner.add_argument("--input", required=True, help="a CoNLL file (token POS chunk NER, or words alone)")
+    ner.add_argument("--out", required=True, help="the CoNLL file to write: the input lines, predicted label last")
+    ner.set_defaults(run=_ner)
     run(parser, argv)
 
 

@@ -8,4 +8,5 @@ from . import (  # noqa: F401  (register the criterions)
     siamese_classification,
     span_boundary_mlm,
     span_prediction,
+    token_labelling,
 )

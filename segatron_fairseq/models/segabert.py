@@ -157,6 +157,16 @@ class SegaBERTModel(RobertaModel):
         loaded = load_pretrained("segabert", model_name_or_path, checkpoint_file, data_name_or_path, overrides)
         return SegaBERTHubInterface(loaded.cfg, loaded.task, loaded.model, loaded.corpus)
 
+    @property
+    def token_feature_dim(self) -> int:
+        return self.args.encoder_embed_dim
+
+    def token_features(self, src_tokens, **net_input):
+        """(B, T, d) last layer at every position: what the token-labelling
+        heads read (``models/token_heads.py``)."""
+        features, _ = self.encoder(src_tokens, features_only=True, **net_input)
+        return features
+
     def register_task_head(self, name: str, head: nn.Module) -> None:
         """A head of ``task_heads`` (span, siamese), saved with the classification heads."""
         self.classification_heads[name] = head

@@ -8,4 +8,5 @@ from . import (  # noqa: F401  (register the tasks)
     segabert_siamese_nli,
     segabert_squad,
     segatron_lm,
+    token_labelling,
 )

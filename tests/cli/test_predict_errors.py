@@ -76,3 +76,30 @@ def test_squad_refuses_and_writes_nothing(case, files, tmp_path):
     out = run_cli("segatron-predict", "squad", *args, "--cpu", expect_ok=False)
     assert_user_error(out, "segatron-predict", named.format(**files))
     assert listing(tmp_path) == {}
+
+
+NER = {
+    "fine-tuned for GLUE": ({"--checkpoint": "{finetuned}"}, "{finetuned}: a fine-tuned checkpoint"),
+    "pre-trained checkpoint": ({"--checkpoint": "{pretrained}"}, "{pretrained}: a pre-trained checkpoint"),
+    "missing input": ({"--input": "{missing}"}, "{missing}: CoNLL file not found"),
+    "ragged input": ({"--input": "{ragged}"}, "{ragged}:2: 2 columns"),
+    "output is the input": ({"--out": "{conll}"}, "{conll}: --out is the same file as --input"),
+    "batch-size 0": ({"--batch-size": "0"}, "--batch-size"),
+}
+
+
+@pytest.mark.parametrize("case", NER)
+def test_ner_refuses_and_writes_nothing(case, files, tmp_path):
+    replaced, named = NER[case]
+    conll, ragged = tmp_path / "in" / "test.txt", tmp_path / "in" / "ragged.txt"
+    conll.parent.mkdir()
+    conll.write_text("-DOCSTART- -X- -X- O\n\nEU NNP B-NP B-ORG\nrejects VBZ B-VP O\n")
+    ragged.write_text("EU NNP B-NP B-ORG\nrejects O\n")
+    before = listing(tmp_path / "in")
+    options = {"--checkpoint": "{pretrained}", "--pretrain-data": "{corpus}", "--input": str(conll),
+               "--out": str(tmp_path / "out" / "test.predicted"), **replaced}
+    values = {**files, "conll": conll, "ragged": ragged}
+    args = [part.format(**values) for option, value in options.items() for part in (option, value)]
+    out = run_cli("segatron-predict", "ner", *args, "--cpu", expect_ok=False)
+    assert_user_error(out, "segatron-predict", named.format(**values))
+    assert listing(tmp_path / "out") is None and listing(tmp_path / "in") == before

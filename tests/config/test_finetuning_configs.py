@@ -1,6 +1,7 @@
-"""The fine-tuning yamls (SQuAD, S-SegaBERT) at their shapes: the shipped task and dataset settings
-(windows of 384 every 128, batch 32 windows; pairs of sentences of up to 512, batch 16), only the model
-narrowed, 2 updates on CPU from a pre-trained checkpoint of the same narrowed architecture."""
+"""The fine-tuning yamls (SQuAD, S-SegaBERT, NER) at their shapes: the shipped task and dataset settings
+(windows of 384 every 128, batch 32 windows; pairs of sentences of up to 512, batch 16; documents in windows of
+512, batch 8, the biLSTM-CRF head), only the model narrowed, 2 updates on CPU from a pre-trained checkpoint of the
+same narrowed architecture."""
 import json
 import random
 import re
@@ -87,7 +88,38 @@ def test_s_segabert_nli_yaml_trains_at_its_shapes(tmp_path):
     assert state["model"]["classification_heads.siamese_nli_head.out_proj.weight"].shape == (3, 3 * 32)
 
 
-@pytest.mark.parametrize("name", ["segabert_squad", "s_segabert_nli"])
+def _ner_file(path, rng, documents):
+    """CoNLL documents of 40 generated sentences (several 512-token windows each); capitalised words are B-PER."""
+    lines = []
+    for _ in range(documents):
+        lines += ["-DOCSTART- -X- -X- O", ""]
+        for _ in range(40):
+            lines += [f"{w} NN O {'B-PER' if w[:1].isupper() else 'O'}" for w in sentence(rng)] + [""]
+    path.write_text("\n".join(lines) + "\n")
+
+
+@pytest.mark.end_to_end
+def test_ner_yaml_trains_at_its_shapes(tmp_path):
+    corpus, checkpoint = _pretrained(tmp_path, "segabert_base")
+    ner = tmp_path / "ner"
+    ner.mkdir()
+    rng = random.Random(2)
+    _ner_file(ner / "train.txt", rng, 8)
+    _ner_file(ner / "valid.txt", rng, 1)
+    out = _hydra("segabert_ner", tmp_path, f"task.data={ner}", f"task.pretrain_data={corpus}",
+                 f"checkpoint.restore_file={checkpoint}")
+    assert "Loaded checkpoint" in out and "done training" in out and "bsz=8," in out
+    assert re.search(r"valid on 'valid' subset .*\| f1 [0-9.]+", out), out[-2000:]
+    state = torch.load(tmp_path / "ckpt" / "checkpoint_last.pt", map_location="cpu", weights_only=False)
+    assert state["cfg"]["task"]["max_positions"] == 512 and state["cfg"]["task"]["token_head"] == "bilstm_crf"
+    assert state["model"]["classification_heads.token_labelling_head.crf.transitions"].shape == (9, 9)
+    groups = state["last_optimizer_state"]
+    encoder_lr, head_lr = (groups[name]["param_groups"][0]["lr"] for name in ("default", "head"))
+    assert head_lr == pytest.approx(100 * encoder_lr) and encoder_lr == pytest.approx(1e-5 * 2 / 140)
+    assert state["optimizer_history"][-1]["num_updates"] == 2
+
+
+@pytest.mark.parametrize("name", ["segabert_squad", "s_segabert_nli", "segabert_ner"])
 def test_finetuning_yamls_carry_the_paper_settings(name):
     from hydra import compose, initialize_config_dir
 
@@ -97,6 +129,11 @@ def test_finetuning_yamls_carry_the_paper_settings(name):
     if name == "segabert_squad":  # 4 epochs, batch 128, lr 3e-5
         assert cfg.optimization.max_epoch == 4 and list(cfg.optimization.lr) == [3e-05]
         assert cfg.dataset.batch_size * cfg.optimization.update_freq[0] == 128
+    elif name == "segabert_ner":  # the cloze paper's head and learning rates: 1e-3 head, 1e-5 encoder
+        assert cfg.task.token_head == "bilstm_crf" and cfg.optimizer._name == "composite"
+        assert cfg.optimizer.groups.head.lr_float == 1e-3 and cfg.optimizer.groups.default.lr_float == 1e-5
+        for group in cfg.optimizer.groups.values():
+            assert group.lr_scheduler.warmup_updates == round(0.1 * group.lr_scheduler.total_num_update)
     else:  # Sentence-BERT: batch 16, lr 2e-5, one epoch, 10% warm-up, mean pooling
         assert cfg.optimization.max_epoch == 1 and list(cfg.optimization.lr) == [2e-05]
         assert cfg.dataset.batch_size == 16 and cfg.task.pooling == "mean"

@@ -1,10 +1,10 @@
 """``fairseq-train --user-dir segatron_fairseq`` imports the plugin: it must not pull in the heavy libraries
 that only some tools use (scipy and scikit-learn for GLUE metrics, matplotlib for plots, transformers for
-the exported remote code)."""
+the exported remote code, pytorch-crf and seqeval for token labelling)."""
 import subprocess
 import sys
 
-HEAVY = ("scipy", "sklearn", "matplotlib", "transformers")
+HEAVY = ("scipy", "sklearn", "matplotlib", "transformers", "torchcrf", "seqeval")
 
 
 def test_importing_the_plugin_loads_no_heavy_library():

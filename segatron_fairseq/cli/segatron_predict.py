@@ -155,7 +155,10 @@ def _ner(args) -> str:
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with atomic_path(args.out) as staged, open(staged, "w", encoding="utf-8") as f:
         f.write(conll_output(conll, predicted))
-    if conll.labelled:
+    unknown = sorted({label for sentence in sentences for label in sentence.labels or ()} - set(task.labels))
+    if conll.labelled and unknown:
+        print(f"not scored: the last column of {args.input} is not the model's labels ({', '.join(unknown[:3])} ...)")
+    elif conll.labelled:
         words = [(s, w, label, predicted[line]) for s, sentence in enumerate(sentences)
                  for w, (label, line) in enumerate(zip(sentence.labels, sentence.lines))]
         scores = entity_scores(*sentences_of(words))

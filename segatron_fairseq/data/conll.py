@@ -55,8 +55,12 @@ def read_conll(path: str) -> ConllFile:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
-        raise ValueError(f"{path}: not UTF-8 text (byte {err.start})") from None
-    lines = tuple(text.splitlines())
+        line = raw[:err.start].count(b"\n") + 1
+        raise ValueError(f"{path}:{line}: not UTF-8 text (byte {err.start})") from None
+    # lines end at \n only (str.splitlines also breaks at \x85, \u2028, form feeds, ... which may be in a token)
+    lines = tuple(line[:-1] if line.endswith("\r") else line for line in text.split("\n"))
+    if lines and not lines[-1]:
+        lines = lines[:-1]
     documents: List[Tuple[ConllSentence, ...]] = []
     document: List[ConllSentence] = []
     words: List[Tuple[int, List[str]]] = []
@@ -75,7 +79,8 @@ def read_conll(path: str) -> ConllFile:
             document.clear()
 
     for number, line in enumerate(lines, start=1):
-        fields = line.split()
+        fields = line.replace("\t", " ").split(" ")  # columns apart by spaces or tabs, not other whitespace
+        fields = [field for field in fields if field]
         if not fields:
             end_sentence()
         elif fields[0] == DOCSTART:
@@ -98,7 +103,8 @@ def conll_output(conll: ConllFile, predicted: Dict[int, str]) -> str:
     (``predicted``: line number -> label), a ``-DOCSTART-`` line with ``O``."""
     out = []
     for number, line in enumerate(conll.lines, start=1):
-        fields = line.split()
+        fields = line.replace("\t", " ").split(" ")  # columns apart by spaces or tabs, not other whitespace
+        fields = [field for field in fields if field]
         if not fields:
             out.append("")
         elif fields[0] == DOCSTART:

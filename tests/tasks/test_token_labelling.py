@@ -47,7 +47,7 @@ def test_reader_keeps_documents_sentences_and_lines(tmp_path):
 @pytest.mark.parametrize("text, error", [
     ("EU NNP B-NP B-ORG\nrejects VBZ B-ORG\n", "{path}:2: 3 columns, the file's first word line has 4"),
     ("-DOCSTART- -X- -X- O\n\n\n", "{path}: no sentences"),
-    (b"EU \xff\n", "{path}: not UTF-8 text (byte 3)"),
+    (b"EU B-ORG\nrejects \xff\n", "{path}:2: not UTF-8 text (byte 17)"),
 ])
 def test_reader_names_the_file_and_line(tmp_path, text, error):
     path = tmp_path / "bad.txt"
@@ -57,6 +57,18 @@ def test_reader_names_the_file_and_line(tmp_path, text, error):
     assert str(caught.value).startswith(error.format(path=path))
     with pytest.raises(FileNotFoundError, match="missing.txt: CoNLL file not found"):
         read_conll(str(tmp_path / "missing.txt"))
+
+
+def test_reader_splits_lines_at_newlines_and_columns_at_spaces_and_tabs(tmp_path):
+    """A token may hold other Unicode whitespace or line separators (\\x85, \\u2028, a no-break space): it stays
+    one token, on its own line; Windows line ends are accepted."""
+    path = tmp_path / "odd.txt"
+    path.write_text("-DOCSTART- -X- -X- O\r\n\r\nA\u2028b NNP B-NP B-ORG\r\nc\xa0d\x85e NN\tI-NP O\r\n",
+                    encoding="utf-8")
+    conll = read_conll(str(path))
+    (sentence,), = conll.documents
+    assert sentence.words == ("A\u2028b", "c\xa0d\x85e") and sentence.labels == ("B-ORG", "O")
+    assert sentence.lines == (3, 4)
 
 
 def _sentence(number, lengths, first_id=10):

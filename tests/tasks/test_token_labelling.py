@@ -238,6 +238,13 @@ def test_fine_tunes_and_predicts_with_each_pretrained_kind(tmp_path, kind, head,
         assert [line.split()[:-1] for line in labelled] == [line.split()[:1] for line in source]
         assert [line.split()[-1] for line in labelled if line and line.split()[0] != "-DOCSTART-"] == \
             [line.split()[-1] for line in lines if line and line.split()[0] != "-DOCSTART-"]
+        # a file whose last column is not NER labels (chunk tags) is labelled, not scored against it
+        chunks = "\n".join(" ".join(line.split()[:3]) for line in source)
+        (tmp_path / "chunks.txt").write_text(chunks + "\n")
+        predicted = run_cli("segatron-predict", "ner", "--checkpoint", tmp_path / "ft" / "checkpoint_last.pt",
+                            "--pretrain-data", segabert_corpus, "--input", tmp_path / "chunks.txt",
+                            "--out", tmp_path / "chunks.predicted", "--cpu")
+        assert "f1 " not in predicted and "not scored: the last column of" in predicted
 
 
 def test_a_label_outside_labels_names_the_file_and_line(tmp_path, segabert_corpus):

@@ -1,0 +1,117 @@
+"""The cloze two-tower model: its masks pair by pair, what each prediction depends on, padding."""
+import argparse
+
+import pytest
+import torch
+from fairseq.models import ARCH_CONFIG_REGISTRY
+
+import segatron_fairseq  # noqa: F401  (registers the architectures)
+from segatron_fairseq.models.cloze_two_tower import ClozeTwoTower
+from segatron_fairseq.modules.cloze_combination import (
+    backward_tower_mask,
+    combination_mask,
+    forward_tower_mask,
+)
+
+PAD, VOCAB = 1, 40
+
+
+def tiny(**options) -> ClozeTwoTower:
+    cfg = argparse.Namespace(**options)
+    ARCH_CONFIG_REGISTRY["cloze_two_tower_tiny"](cfg)
+    torch.manual_seed(0)
+    return ClozeTwoTower(cfg, VOCAB, PAD).eval()
+
+
+def tokens(*rows):
+    """Right-padded (B, T) ids."""
+    width = max(len(r) for r in rows)
+    return torch.tensor([list(r) + [PAD] * (width - len(r)) for r in rows])
+
+
+def test_masks_pair_by_pair_against_a_hand_construction():
+    T = 5
+    for i in range(T):
+        for j in range(T):
+            assert bool(forward_tower_mask(T)[i, j]) == (j > i)  # the forward tower sees j <= i
+            assert bool(backward_tower_mask(T)[i, j]) == (j < i)  # the backward tower sees j >= i
+            # keys 0..T-1 are F_0..F_T-1, keys T..2T-1 are B_0..B_T-1: F_j seen iff j < i, B_j iff j > i
+            assert bool(combination_mask(T, "full")[i, j]) == (j >= i)
+            assert bool(combination_mask(T, "full")[i, T + j]) == (j <= i)
+    assert combination_mask(T, "none") is None
+    with pytest.raises(ValueError, match="combination mask 'curr'"):
+        combination_mask(T, "curr")
+
+
+def _dependencies(network, name, length):
+    """(T, T) bool: output ``name`` at position i depends on input position j (gradient through the
+    towers' input embedding)."""
+    src = torch.arange(4, 4 + length).unsqueeze(0)
+    x = network.embed(src).detach().requires_grad_(True)
+    network.embed = lambda *args, **kwargs: x
+    depends = torch.zeros(length, length, dtype=torch.bool)
+    for i in range(length):
+        x.grad = None
+        network(src, bilm=True)[name][0, i].sum().backward()
+        depends[i] = x.grad[0].abs().sum(-1) > 0
+    return depends
+
+
+@pytest.mark.parametrize("name,sees", [("forward", lambda i, j: j <= i), ("backward", lambda i, j: j >= i),
+                                       ("cloze", lambda i, j: j != i)])
+def test_each_output_depends_on_exactly_the_positions_of_its_mask(name, sees):
+    T = 6
+    depends = _dependencies(tiny(), name, T)
+    expected = torch.tensor([[sees(i, j) for j in range(T)] for i in range(T)])
+    assert torch.equal(depends, expected)
+
+
+def test_unmasked_combination_sees_every_position():
+    depends = _dependencies(tiny(combination_mask="none"), "cloze", 5)
+    assert depends.all()
+
+
+def _cloze_log_probs(network, src):
+    return network.log_probs(network(src)["cloze"], src)
+
+
+def test_changing_a_token_leaves_its_own_prediction_and_moves_the_others():
+    network = tiny()
+    src = tokens([5, 9, 12, 7, 30, 22, 8])
+    changed = src.clone()
+    changed[0, 3] = 17
+    with torch.no_grad():
+        before = network(src)["cloze"]
+        after = network(changed)["cloze"]
+    # the distribution predicted at position 3 does not move; every other position's does
+    assert torch.allclose(before[0, 3], after[0, 3], atol=1e-6)
+    others = [i for i in range(src.size(1)) if i != 3]
+    assert all(not torch.allclose(before[0, i], after[0, i], atol=1e-4) for i in others)
+    # so its score for the token it holds is that of a prediction made without it
+    lp_before = network.log_probs(before, src)
+    lp_after = network.log_probs(after, src)
+    assert torch.allclose(lp_before[0, 3], lp_after[0, 3], atol=1e-6)
+
+    unmasked = tiny(combination_mask="none")
+    with torch.no_grad():
+        moved = unmasked(src)["cloze"][0, 3], unmasked(changed)["cloze"][0, 3]
+    assert not torch.allclose(*moved, atol=1e-4)
+
+
+@pytest.mark.parametrize("options", [{}, {"combine_query": "concat"},
+                                     {"segment_positions": True, "token_positions": "sentence"}])
+def test_uneven_batch_gives_each_example_its_outputs_alone(options):
+    network = tiny(**options)
+    rows = [[5, 9, 12, 7, 30, 22, 8], [11, 6, 19, 4], [13]]
+    src = tokens(*rows)
+    indexes = {name: torch.zeros_like(src) for name in ("paragraph_index", "sentence_index", "token_index")}
+    indexes["sentence_index"][:, 2:] = 1
+    indexes["paragraph_index"][:, 4:] = 1
+    indexes["token_index"] = torch.tensor([[0, 1, 0, 1, 2, 3, 4]]).expand_as(src).clone()
+    with torch.no_grad():
+        batched = network(src, bilm=True, **indexes)
+        for b, row in enumerate(rows):
+            n = len(row)
+            alone = network(src[b:b + 1, :n], bilm=True, **{k: v[b:b + 1, :n] for k, v in indexes.items()})
+            for name in ("cloze", "forward", "backward"):
+                assert torch.allclose(batched[name][b, :n], alone[name][0], atol=1e-5), (name, b)

@@ -106,3 +106,30 @@ def test_held_out_cloze_perplexity_falls_with_training(cloze_trained):
     first = float(re.search(r"cloze_ppl=([\d.]+)", (cloze_trained / "train.log").read_text()).group(1))
     dictionary = Dictionary.load(str(cloze_trained / "bin" / "dict.txt"))
     assert held_out < first < len(dictionary)
+
+
+@pytest.mark.end_to_end
+def test_segment_positions_train(cloze_trained, tmp_path):
+    data = cloze_trained / "bin"
+    options = ["--segment-positions", "--token-positions", "sentence", "--tokens-per-sample", 64, "--batch-size", 8]
+    fairseq_train(data, task="cloze_lm", arch="cloze_two_tower_tiny", criterion="cloze_lm", save_dir=tmp_path,
+                  lr=2e-3, extra=[*options, "--max-update", 3, "--no-epoch-checkpoints", "--disable-validation"])
+    state = torch.load(tmp_path / "checkpoint_last.pt", map_location="cpu", weights_only=False)
+    assert state["model"]["network.segment_embeddings.paragraph.weight"].shape == (50, 64)
+    assert state["cfg"]["model"]["token_positions"] == "sentence"
+
+
+def test_the_model_tables_must_hold_the_task_indexes(segabert_corpus):
+    from omegaconf import OmegaConf
+
+    from segatron_fairseq.models.cloze_two_tower import ClozeTwoTowerConfig
+    from segatron_fairseq.tasks.cloze_lm import ClozeLMConfig, ClozeLMTask
+
+    task = ClozeLMTask.setup_task(ClozeLMConfig(data=str(segabert_corpus), max_paragraph_index=60, seed=1))
+    model_cfg = OmegaConf.structured(ClozeTwoTowerConfig(decoder_layers=1, decoder_embed_dim=16,
+                                                         decoder_ffn_embed_dim=16, decoder_attention_heads=2,
+                                                         segment_positions=True))
+    model_cfg._name = "cloze_two_tower"
+    with pytest.raises(ValueError, match="the model's paragraph table has 50 rows but the task allows indexes up to "
+                                         r"59 \(--max-paragraph-index\)"):
+        task.build_model(model_cfg)

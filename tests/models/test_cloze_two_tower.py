@@ -115,3 +115,53 @@ def test_uneven_batch_gives_each_example_its_outputs_alone(options):
             alone = network(src[b:b + 1, :n], bilm=True, **{k: v[b:b + 1, :n] for k, v in indexes.items()})
             for name in ("cloze", "forward", "backward"):
                 assert torch.allclose(batched[name][b, :n], alone[name][0], atol=1e-5), (name, b)
+
+
+def _sinusoid(positions, d):
+    """The fairseq sinusoid of each position p (row p + PAD + 1 of its table), by hand: sin then cos halves."""
+    half = d // 2
+    rates = torch.exp(torch.arange(half, dtype=torch.float) * -(torch.log(torch.tensor(10000.0)) / (half - 1)))
+    angles = (positions + PAD + 1).float().unsqueeze(-1) * rates
+    return torch.cat([torch.sin(angles), torch.cos(angles)], dim=-1)
+
+
+@pytest.mark.parametrize("token_positions", ["absolute", "sentence"])
+def test_input_is_scaled_embedding_plus_sinusoid_of_its_position(token_positions):
+    network = tiny(token_positions=token_positions)
+    src = tokens([5, 9, 12, 7, 30])
+    token_index = torch.tensor([[0, 1, 0, 1, 2]])
+    positions = token_index if token_positions == "sentence" else torch.arange(5).unsqueeze(0)
+    expected = network.embed_tokens(src) * 64 ** 0.5 + _sinusoid(positions, 64)
+    torch.testing.assert_close(network.embed(src, token_index=token_index), expected)
+
+
+def test_segment_positions_add_paragraph_and_sentence_tables_to_both_towers():
+    network = tiny(segment_positions=True)
+    assert set(network.segment_embeddings) == {"paragraph", "sentence"}
+    assert network.segment_embeddings["paragraph"].num_embeddings == 50
+    assert network.segment_embeddings["sentence"].num_embeddings == 100
+    src = tokens([5, 9, 12, 7, 30])
+    paragraph, sentence = torch.tensor([[0, 0, 1, 1, 1]]), torch.tensor([[0, 1, 0, 0, 1]])
+    plain = tiny().embed(src)
+    with_indexes = network.embed(src, paragraph_index=paragraph, sentence_index=sentence)
+    added = network.segment_embeddings["paragraph"](paragraph) + network.segment_embeddings["sentence"](sentence)
+    torch.testing.assert_close(with_indexes, plain + added)
+    with torch.no_grad():
+        base = network(src, paragraph_index=paragraph, sentence_index=sentence, bilm=True)
+        moved = network(src, paragraph_index=torch.zeros_like(paragraph), sentence_index=sentence, bilm=True)
+    # the forward tower's last state and the backward tower's first see the moved paragraph
+    assert not torch.allclose(base["forward"][0, -1], moved["forward"][0, -1])
+    assert not torch.allclose(base["backward"][0, 0], moved["backward"][0, 0])
+    with pytest.raises(ValueError, match="--segment-positions needs paragraph_index"):
+        network(src)
+    with pytest.raises(ValueError, match=r"paragraph_index 50 exceeds the table size 50 \(--max-paragraph-index\)"):
+        network(src, paragraph_index=torch.full_like(src, 50), sentence_index=sentence)
+
+
+def test_without_segment_positions_the_indexes_change_nothing():
+    network = tiny()
+    src = tokens([5, 9, 12, 7, 30])
+    with torch.no_grad():
+        a = network(src, paragraph_index=torch.zeros_like(src))["cloze"]
+        b = network(src, paragraph_index=torch.ones_like(src))["cloze"]
+    assert torch.equal(a, b)

@@ -12,7 +12,12 @@ token itself (``modules.cloze_combination``).
   each attention with the extra zero key/value slot; no final LayerNorm.
 - Combination: mask ``full`` (pre-training) or ``none`` (fine-tuning:
   every state is seen, the token's own included).
-- Output: the input embedding matrix (tied).
+- Output: the input embedding matrix (tied), or, with
+  ``--adaptive-softmax-cutoff``, fairseq's ``AdaptiveSoftmax`` (the paper's
+  word models: a 60K head at d, a 160K band at d / 4, the rest at d / 16).
+- ``--input-embedder char-cnn`` (the paper's word models): fairseq's
+  ``CharacterTokenEmbedder`` with the paper's filters and 2 highway layers in
+  place of the token table; it needs the adaptive softmax (nothing to tie to).
 
 Padding is on the right for both towers: the forward tower never looks
 right, and the backward tower and the combination mask padded keys, so an
@@ -30,10 +35,11 @@ from typing import Dict, Optional
 import torch
 import torch.nn.functional as F
 from fairseq import utils
+from fairseq.data import Dictionary
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from fairseq.models import BaseFairseqModel, register_model
 from fairseq.models.transformer import TransformerConfig
-from fairseq.modules import FairseqDropout, SinusoidalPositionalEmbedding
+from fairseq.modules import AdaptiveSoftmax, CharacterTokenEmbedder, FairseqDropout, SinusoidalPositionalEmbedding
 from fairseq.modules.transformer_layer import TransformerDecoderLayerBase
 from torch import nn
 
@@ -48,6 +54,11 @@ from segatron_fairseq.modules.cloze_combination import (
 from segatron_fairseq.segments import TABLE_SIZES
 
 TOKEN_POSITIONS = ("absolute", "sentence")
+INPUT_EMBEDDERS = ("token", "char-cnn")
+# the paper's character CNN: (width, channels) of each filter, 2 highway layers
+CHAR_FILTERS = "[(1, 64), (2, 128), (3, 192), (4, 256), (5, 256), (6, 256), (7, 256)]"
+# the paper's adaptive softmax bands: 60K types at d, the next 160K at d / 4 (factor 4), the rest at d / 16
+PAPER_ADAPTIVE_CUTOFF = "60000,220000"
 SEGMENT_LEVELS_EMBEDDED = ("paragraph", "sentence")  # --segment-positions: the index tables added
 
 # the paper's sizes (its Table 1; layers are per tower): base 6 blocks, large 12 (the BPE model's), d 1024,
@@ -88,21 +99,50 @@ class ClozeTwoTowerConfig(FairseqDataclass):
     token_positions: ChoiceEnum(TOKEN_POSITIONS) = field(default="absolute", metadata={
         "help": "absolute: sinusoids of the position in the block (the paper); sentence: of the token's index "
                 "in its sentence (our variant)"})
+    input_embedder: ChoiceEnum(INPUT_EMBEDDERS) = field(default="token", metadata={
+        "help": "token: a table of the dictionary's types (BPE models); char-cnn: the paper's character CNN "
+                "over each word (word models; needs --adaptive-softmax-cutoff)"})
+    char_filters: str = field(default=CHAR_FILTERS, metadata={"help": "char-cnn: (width, channels) of each filter"})
+    char_embed_dim: int = field(default=128, metadata={"help": "char-cnn: character embedding width"})
+    char_highway_layers: int = field(default=2, metadata={"help": "char-cnn: highway layers"})
+    max_char_len: int = field(default=50, metadata={"help": "char-cnn: characters read of each word"})
+    adaptive_softmax_cutoff: Optional[str] = field(default=None, metadata={
+        "help": f"comma separated band ends of fairseq's adaptive softmax (the paper's word models: "
+                f"{PAPER_ADAPTIVE_CUTOFF}); default: a full softmax tied to the input embeddings"})
+    adaptive_softmax_factor: float = field(default=4.0, metadata={"help": "each band's width is the previous one's "
+                                                                          "divided by this"})
+    adaptive_softmax_dropout: float = field(default=0.0, metadata={"help": "dropout in the adaptive softmax's bands"})
     max_target_positions: int = field(default=512, metadata={"help": "longest input"})
 
 
 class ClozeTwoTower(nn.Module):
     """Embeddings, the two towers, the combination block and the tied output."""
 
-    def __init__(self, cfg: ClozeTwoTowerConfig, vocab_size: int, padding_idx: int):
+    def __init__(self, cfg: ClozeTwoTowerConfig, dictionary: Dictionary):
         super().__init__()
         d = cfg.decoder_embed_dim
-        self.padding_idx = padding_idx
+        self.padding_idx = padding_idx = dictionary.pad()
         self.combination_mask = cfg.combination_mask
         self.token_positions = cfg.token_positions
-        self.embed_tokens = nn.Embedding(vocab_size, d, padding_idx=padding_idx)
-        nn.init.normal_(self.embed_tokens.weight, std=d ** -0.5)
-        nn.init.zeros_(self.embed_tokens.weight[padding_idx])
+        if cfg.input_embedder == "char-cnn":
+            if not cfg.adaptive_softmax_cutoff:
+                raise ValueError("--input-embedder char-cnn needs --adaptive-softmax-cutoff: the output layer "
+                                 "cannot be tied to a character CNN")
+            self.embed_tokens = CharacterTokenEmbedder(dictionary, utils.eval_str_list(cfg.char_filters, type=tuple),
+                                                       cfg.char_embed_dim, d, cfg.char_highway_layers,
+                                                       cfg.max_char_len)
+        else:
+            self.embed_tokens = nn.Embedding(len(dictionary), d, padding_idx=padding_idx)
+            nn.init.normal_(self.embed_tokens.weight, std=d ** -0.5)
+            nn.init.zeros_(self.embed_tokens.weight[padding_idx])
+        self.adaptive_softmax = None
+        if cfg.adaptive_softmax_cutoff:
+            cutoff = utils.eval_str_list(cfg.adaptive_softmax_cutoff, type=int)
+            if not all(a < b for a, b in zip([0] + cutoff, cutoff)) or cutoff[-1] >= len(dictionary):
+                raise ValueError(f"--adaptive-softmax-cutoff {cfg.adaptive_softmax_cutoff}: band ends must rise "
+                                 f"and stay below the dictionary's {len(dictionary)} types")
+            self.adaptive_softmax = AdaptiveSoftmax(len(dictionary), d, cutoff, cfg.adaptive_softmax_dropout,
+                                                    factor=cfg.adaptive_softmax_factor)
         self.embed_scale = math.sqrt(d)
         self.embed_positions = SinusoidalPositionalEmbedding(d, padding_idx, cfg.max_target_positions + padding_idx + 1)
         self.segment_embeddings = nn.ModuleDict()
@@ -188,15 +228,30 @@ class ClozeTwoTower(nn.Module):
             features["forward"], features["backward"] = fwd.transpose(0, 1), bwd.transpose(0, 1)
         return features
 
-    def output_layer(self, features: torch.Tensor) -> torch.Tensor:
-        """(..., d) -> (..., V) logits over the dictionary."""
-        return F.linear(features, self.embed_tokens.weight)
-
     def log_probs(self, features: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         """(B, T, d) features, (B, T) targets -> (B, T) log-probability of each
         target (float32)."""
-        lprobs = F.log_softmax(self.output_layer(features).float(), dim=-1)
+        if self.adaptive_softmax is not None:
+            return adaptive_target_log_probs(self.adaptive_softmax, features, target)
+        lprobs = F.log_softmax(F.linear(features, self.embed_tokens.weight).float(), dim=-1)
         return lprobs.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+
+
+def adaptive_target_log_probs(softmax: AdaptiveSoftmax, features: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """log p(target) under fairseq's ``AdaptiveSoftmax``, computing only the
+    head and the bands the targets fall in ((B, T, d), (B, T) -> (B, T))."""
+    shape, features, target = target.shape, features.reshape(-1, features.size(-1)), target.reshape(-1)
+    cutoff = softmax.cutoff
+    head = F.log_softmax(softmax.head(features).float(), dim=-1)
+    in_head = target < cutoff[0]
+    result = head.gather(-1, target.clamp(max=cutoff[0] - 1).unsqueeze(-1)).squeeze(-1).masked_fill(~in_head, 0.0)
+    for band, (start, stop) in enumerate(zip(cutoff, cutoff[1:])):
+        rows = ((target >= start) & (target < stop)).nonzero().squeeze(-1)
+        if len(rows):
+            band_lprobs = F.log_softmax(softmax.tail[band](features[rows]).float(), dim=-1)
+            within = band_lprobs.gather(-1, (target[rows] - start).unsqueeze(-1)).squeeze(-1)
+            result = result.index_put((rows,), head[rows, cutoff[0] + band] + within)
+    return result.view(shape)
 
 
 @register_model("cloze_two_tower", dataclass=ClozeTwoTowerConfig)
@@ -211,8 +266,7 @@ class ClozeTwoTowerModel(BaseFairseqModel):
 
     @classmethod
     def build_model(cls, cfg: ClozeTwoTowerConfig, task):
-        dictionary = task.source_dictionary
-        return cls(cfg, ClozeTwoTower(cfg, len(dictionary), dictionary.pad()))
+        return cls(cfg, ClozeTwoTower(cfg, task.source_dictionary))
 
     def forward(self, src_tokens, src_lengths=None, paragraph_index=None, sentence_index=None, token_index=None,
                 cloze: bool = True, bilm: bool = False, **unused):

@@ -42,11 +42,14 @@ def test_blocks_run_across_sentences_and_paragraphs_but_not_documents(segabert_c
     assert np.array_equal(np.concatenate(joined), tokens[keep])
 
 
-def _tiny_model(vocab=30):
+def _tiny_model():
     cfg = argparse.Namespace()
     ARCH_CONFIG_REGISTRY["cloze_two_tower_tiny"](cfg)
     torch.manual_seed(0)
-    return ClozeTwoTowerModel(cfg, ClozeTwoTower(cfg, vocab, 1)).eval()
+    words = Dictionary()
+    for i in range(26):
+        words.add_symbol(f"w{i}")
+    return ClozeTwoTowerModel(cfg, ClozeTwoTower(cfg, words)).eval()
 
 
 def test_shifted_targets_are_the_next_and_previous_tokens():
@@ -133,3 +136,19 @@ def test_the_model_tables_must_hold_the_task_indexes(segabert_corpus):
     with pytest.raises(ValueError, match="the model's paragraph table has 50 rows but the task allows indexes up to "
                                          r"59 \(--max-paragraph-index\)"):
         task.build_model(model_cfg)
+
+
+@pytest.mark.end_to_end
+def test_char_cnn_with_adaptive_softmax_trains_and_validates(cloze_trained, tmp_path):
+    """A word-level corpus: the character CNN input and the adaptive softmax (bands scaled to its 108 types)."""
+    data = cloze_trained / "bin"
+    fairseq_train(data, task="cloze_lm", arch="cloze_two_tower_tiny", criterion="cloze_lm", save_dir=tmp_path,
+                  lr=2e-3, extra=["--input-embedder", "char-cnn", "--adaptive-softmax-cutoff", "40,80",
+                                  "--tokens-per-sample", 64, "--batch-size", 8, "--max-update", 3,
+                                  "--no-epoch-checkpoints", "--disable-validation"])
+    state = torch.load(tmp_path / "checkpoint_last.pt", map_location="cpu", weights_only=False)
+    assert "network.embed_tokens.convolutions.6.weight" in state["model"]
+    assert "network.adaptive_softmax.tail.1.2.weight" in state["model"]
+    out = run_cli("fairseq-validate", data, "--user-dir", PLUGIN_DIR, "--task", "cloze_lm", "--path",
+                  tmp_path / "checkpoint_last.pt", "--cpu", "--batch-size", 8, "--valid-subset", "valid")
+    assert re.search(r"cloze_ppl [\d.]+", out)

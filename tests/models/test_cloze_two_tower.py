@@ -3,6 +3,7 @@ import argparse
 
 import pytest
 import torch
+from fairseq.data import Dictionary
 from fairseq.models import ARCH_CONFIG_REGISTRY
 
 import segatron_fairseq  # noqa: F401  (registers the architectures)
@@ -16,11 +17,19 @@ from segatron_fairseq.modules.cloze_combination import (
 PAD, VOCAB = 1, 40
 
 
+def dictionary(size=VOCAB) -> Dictionary:
+    """<s> <pad> </s> <unk> and words of one to four letters up to ``size`` types."""
+    words = Dictionary()
+    for i in range(size - words.nspecial):
+        words.add_symbol("abcd"[: i % 4 + 1] + "xyz"[i % 3] * (i // 12 + 1) + str(i))
+    return words
+
+
 def tiny(**options) -> ClozeTwoTower:
     cfg = argparse.Namespace(**options)
     ARCH_CONFIG_REGISTRY["cloze_two_tower_tiny"](cfg)
     torch.manual_seed(0)
-    return ClozeTwoTower(cfg, VOCAB, PAD).eval()
+    return ClozeTwoTower(cfg, dictionary()).eval()
 
 
 def tokens(*rows):
@@ -165,3 +174,51 @@ def test_without_segment_positions_the_indexes_change_nothing():
         a = network(src, paragraph_index=torch.zeros_like(src))["cloze"]
         b = network(src, paragraph_index=torch.ones_like(src))["cloze"]
     assert torch.equal(a, b)
+
+
+CHAR_CNN = {"input_embedder": "char-cnn", "adaptive_softmax_cutoff": "10,20"}
+
+
+def test_char_cnn_input_with_the_paper_filters_and_an_adaptive_softmax():
+    from fairseq.modules import AdaptiveSoftmax, CharacterTokenEmbedder
+
+    from segatron_fairseq.models.cloze_two_tower import PAPER_ADAPTIVE_CUTOFF
+
+    network = tiny(**CHAR_CNN)
+    cnn = network.embed_tokens
+    assert isinstance(cnn, CharacterTokenEmbedder) and cnn.embedding_dim == 64
+    assert [(c.kernel_size[0], c.out_channels) for c in cnn.convolutions] == [
+        (1, 64), (2, 128), (3, 192), (4, 256), (5, 256), (6, 256), (7, 256)]
+    assert len(cnn.highway.layers) == 2 and cnn.char_embeddings.embedding_dim == 128
+    assert isinstance(network.adaptive_softmax, AdaptiveSoftmax) and network.adaptive_softmax.cutoff == [10, 20, 40]
+    # the paper's bands: 60K types at d = 1024, 160K at 256, the rest at 64 (factor 4)
+    assert PAPER_ADAPTIVE_CUTOFF == "60000,220000"
+    paper = AdaptiveSoftmax(300, 1024, [60, 220], 0.0, factor=4.0)
+    assert [band[0].out_features for band in paper.tail] == [256, 64]
+    assert paper.head.out_features == 60 + 2
+
+
+def test_adaptive_log_probs_are_fairseqs_full_distribution_at_the_targets():
+    network = tiny(adaptive_softmax_cutoff="10,20")
+    features = torch.randn(2, 5, 64)
+    target = torch.tensor([[4, 12, 25, 9, 39], [10, 19, 20, 5, 30]])
+    full = network.adaptive_softmax.get_log_prob(features, None)
+    torch.testing.assert_close(network.log_probs(features, target), full.gather(-1, target.unsqueeze(-1)).squeeze(-1))
+    torch.testing.assert_close(full.exp().sum(-1), torch.ones(2, 5))
+
+
+@pytest.mark.parametrize("options", [{}, CHAR_CNN])
+def test_char_cnn_keeps_the_mask(options):
+    T = 5
+    depends = _dependencies(tiny(**options), "cloze", T)
+    assert torch.equal(depends, ~torch.eye(T, dtype=torch.bool))
+
+
+def test_char_cnn_and_adaptive_softmax_refusals():
+    with pytest.raises(ValueError, match="--input-embedder char-cnn needs --adaptive-softmax-cutoff"):
+        tiny(input_embedder="char-cnn")
+    with pytest.raises(ValueError, match="--adaptive-softmax-cutoff 20,10: band ends must rise and stay below the "
+                                         "dictionary's 40 types"):
+        tiny(adaptive_softmax_cutoff="20,10")
+    with pytest.raises(ValueError, match="--adaptive-softmax-cutoff 10,40: band ends"):
+        tiny(adaptive_softmax_cutoff="10,40")

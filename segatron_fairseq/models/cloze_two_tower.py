@@ -43,6 +43,8 @@ from fairseq.modules import AdaptiveSoftmax, CharacterTokenEmbedder, FairseqDrop
 from fairseq.modules.transformer_layer import TransformerDecoderLayerBase
 from torch import nn
 
+from segatron_fairseq.hub.checkpoints import DEFAULT_CHECKPOINT, load_pretrained
+from segatron_fairseq.hub.cloze_two_tower import ClozeTwoTowerHubInterface
 from segatron_fairseq.models.architecture_defaults import register_architecture, set_defaults
 from segatron_fairseq.modules.cloze_combination import (
     COMBINATION_MASKS,
@@ -284,6 +286,17 @@ class ClozeTwoTowerModel(BaseFairseqModel):
 
     def max_positions(self):
         return self.cfg.max_target_positions
+
+    @classmethod
+    def from_pretrained(cls, model_name_or_path: str, checkpoint_file: str = DEFAULT_CHECKPOINT,
+                        data_name_or_path: str = ".", **overrides) -> ClozeTwoTowerHubInterface:
+        """A ``ClozeTwoTowerHubInterface`` (``encode``, ``token_log_probs``,
+        ``pseudo_perplexity``) of the checkpoint ``model_name_or_path/checkpoint_file``;
+        ``data_name_or_path`` is the segatron-preprocess directory it was
+        trained on (relative to the model directory when it starts with '.';
+        ``hub.checkpoints``: the checks and errors of every hub)."""
+        loaded = load_pretrained("cloze_two_tower", model_name_or_path, checkpoint_file, data_name_or_path, overrides)
+        return ClozeTwoTowerHubInterface(loaded.cfg, loaded.task, loaded.model, loaded.corpus)
 
 
 def _apply(cfg, preset: str) -> None:

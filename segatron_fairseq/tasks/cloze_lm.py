@@ -65,6 +65,10 @@ class ClozeLMTask(SingleDictionaryTask):
 
     def build_model(self, cfg, from_checkpoint=False):
         model = super().build_model(cfg, from_checkpoint)
+        longest = model.max_positions() if hasattr(model, "max_positions") else None
+        if longest is not None and self.cfg.tokens_per_sample > longest:
+            raise ValueError(f"--tokens-per-sample {self.cfg.tokens_per_sample} exceeds the model's longest input "
+                             f"{longest} (--max-target-positions)")
         tables = getattr(getattr(model, "network", None), "segment_embeddings", {})
         for name in tables:
             limit, rows = self.index_limits[name], tables[name].num_embeddings

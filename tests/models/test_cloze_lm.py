@@ -122,7 +122,7 @@ def test_segment_positions_train(cloze_trained, tmp_path):
     assert state["cfg"]["model"]["token_positions"] == "sentence"
 
 
-def test_the_model_tables_must_hold_the_task_indexes(segabert_corpus):
+def test_the_model_must_hold_the_task_blocks_and_indexes(segabert_corpus):
     from omegaconf import OmegaConf
 
     from segatron_fairseq.models.cloze_two_tower import ClozeTwoTowerConfig
@@ -133,6 +133,10 @@ def test_the_model_tables_must_hold_the_task_indexes(segabert_corpus):
                                                          decoder_ffn_embed_dim=16, decoder_attention_heads=2,
                                                          segment_positions=True))
     model_cfg._name = "cloze_two_tower"
+    longer = ClozeLMTask.setup_task(ClozeLMConfig(data=str(segabert_corpus), tokens_per_sample=1024, seed=1))
+    with pytest.raises(ValueError, match=r"--tokens-per-sample 1024 exceeds the model's longest input 512 "
+                                         r"\(--max-target-positions\)"):
+        longer.build_model(model_cfg)
     with pytest.raises(ValueError, match="the model's paragraph table has 50 rows but the task allows indexes up to "
                                          r"59 \(--max-paragraph-index\)"):
         task.build_model(model_cfg)

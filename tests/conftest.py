@@ -395,3 +395,16 @@ def electra_checkpoints(segabert_corpus, tmp_path_factory):
                                       "--no-epoch-checkpoints", "--disable-validation"])
         checkpoints[arch] = directory / arch / "checkpoint_last.pt"
     return checkpoints
+
+
+@pytest.fixture(scope="session")
+def cloze_trained(tmp_path_factory):
+    """A WikiText corpus (``bin``: 30 documents, 4 for valid) and cloze_two_tower_tiny trained 30 updates on it
+    with the cloze loss (``ckpt/checkpoint_last.pt``; blocks of 64 tokens); its log ``train.log``."""
+    tmp = binarized_wikitext(tmp_path_factory.mktemp("cloze"), 30, 4, seed=61)
+    log = fairseq_train(tmp / "bin", task="cloze_lm", arch="cloze_two_tower_tiny", criterion="cloze_lm",
+                        save_dir=tmp / "ckpt", lr=2e-3,
+                        extra=["--tokens-per-sample", 64, "--batch-size", 8, "--max-update", 30,
+                               "--no-epoch-checkpoints", "--log-format", "simple", "--log-interval", 10])
+    (tmp / "train.log").write_text(log)
+    return tmp

@@ -1,4 +1,5 @@
 from . import (  # noqa: F401  (register the criterions)
+    cloze_lm,
     cross_thought_answer_selection,
     electra,
     masked_lm_sop,

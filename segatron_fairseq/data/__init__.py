@@ -1,3 +1,4 @@
+from .cloze_blocks import ClozeBlockDataset, block_layout, block_target
 from .document_examples import DocumentExampleDataset, SentenceTable
 from .field_dataset import FieldDataset, SumDataset
 from .segment_indexed_dataset import SegmentIndexedDataset, SegmentItem
@@ -6,6 +7,7 @@ from .sentence_order import SentenceOrderDataset
 from .short_sequences import ShortSequenceDataset, ShortSequenceSampleDataset
 
 __all__ = [
+    "ClozeBlockDataset",
     "DocumentExampleDataset",
     "FieldDataset",
     "SegmentIndexedDataset",
@@ -16,4 +18,6 @@ __all__ = [
     "ShortSequenceDataset",
     "ShortSequenceSampleDataset",
     "SumDataset",
+    "block_layout",
+    "block_target",
 ]

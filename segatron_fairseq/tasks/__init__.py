@@ -1,4 +1,5 @@
 from . import (  # noqa: F401  (register the tasks)
+    cloze_lm,
     cross_thought_answer_selection,
     cross_thought_mlm,
     cross_thought_pair_classification,

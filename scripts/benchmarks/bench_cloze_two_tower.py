@@ -15,10 +15,10 @@ best round counts.
 """
 import argparse
 import json
-import os
 import sys
 
 from bench_common import (
+    add_timing_options,
     build_registered_model,
     report,
     result,
@@ -81,12 +81,7 @@ def main():
     p.add_argument("--vocab", type=int, default=32000)
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--seq-len", type=int, default=512)
-    p.add_argument("--steps", type=int, default=10)
-    p.add_argument("--warmup", type=int, default=2)
-    p.add_argument("--repeats", type=int, default=2)
-    p.add_argument("--threads", type=int, default=os.cpu_count())
-    p.add_argument("--dtype", choices=("float32", "bf16", "fp16"), default="float32")
-    p.add_argument("--variant", choices=list(ARCHS), help=argparse.SUPPRESS)
+    add_timing_options(p, list(ARCHS))
     args = p.parse_args()
     if args.layers < 2 or args.layers % 2:
         p.error(f"--layers {args.layers}: an even number of at least 2 (the cloze model has half per tower)")

@@ -7,6 +7,20 @@ import time
 from typing import Callable, Dict, List, Sequence
 
 
+def add_timing_options(parser, variants, steps: int = 10, warmup: int = 2) -> None:
+    """The options every training benchmark takes: --steps, --warmup, --repeats, --threads, --dtype, and the
+    hidden --variant (one of ``variants``, or any name when None) of the measuring process."""
+    import argparse
+    import os
+
+    parser.add_argument("--steps", type=int, default=steps)
+    parser.add_argument("--warmup", type=int, default=warmup)
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=os.cpu_count())
+    parser.add_argument("--dtype", choices=("float32", "bf16", "fp16"), default="float32")
+    parser.add_argument("--variant", choices=None if variants is None else list(variants), help=argparse.SUPPRESS)
+
+
 def run_interleaved(script: str, argv: List[str], variants: List[str], repeats: int) -> Dict[str, dict]:
     """Run ``script argv --variant V`` for each variant, ``repeats`` rounds;
     each run prints one JSON line with at least ``tokens_per_s`` and ``peak_mib``."""

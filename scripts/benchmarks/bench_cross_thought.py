@@ -20,10 +20,10 @@ machine measures it.
 """
 import argparse
 import json
-import os
 import sys
 
 from bench_common import (
+    add_timing_options,
     build_registered_model,
     report,
     result,
@@ -115,16 +115,11 @@ def main():
     p.add_argument("--num-sequences", type=int, default=500)
     p.add_argument("--sequence-length", type=int, default=64)
     p.add_argument("--batch-size", type=int, default=1)
-    p.add_argument("--steps", type=int, default=5)
-    p.add_argument("--warmup", type=int, default=1)
-    p.add_argument("--repeats", type=int, default=2)
-    p.add_argument("--threads", type=int, default=os.cpu_count())
-    p.add_argument("--dtype", choices=("float32", "bf16", "fp16"), default="float32")
+    add_timing_options(p, list(ARCHS), steps=5, warmup=1)
     p.add_argument("--encoder-chunk-sequences", type=int, default=0,
                    help="Cross-Thought's --encoder-chunk-sequences (checkpointed chunks; 0: off)")
     p.add_argument("--activation-memory", action="store_true",
                    help="print the backward-pass memory of one sample instead of timing")
-    p.add_argument("--variant", choices=list(ARCHS), help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.activation_memory:
         activation_memory(args)

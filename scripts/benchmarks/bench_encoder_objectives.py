@@ -18,7 +18,7 @@ import os
 import sys
 import time
 
-from bench_common import run_interleaved
+from bench_common import add_timing_options, run_interleaved
 
 BASELINE = "mlm"
 
@@ -104,12 +104,7 @@ def main():
     p.add_argument("--ffn", type=int, default=3072)
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--tokens-per-sample", type=int, default=512)
-    p.add_argument("--steps", type=int, default=10)
-    p.add_argument("--warmup", type=int, default=2)
-    p.add_argument("--repeats", type=int, default=2)
-    p.add_argument("--threads", type=int, default=os.cpu_count())
-    p.add_argument("--dtype", choices=("float32", "bf16", "fp16"), default="float32")
-    p.add_argument("--variant", help=argparse.SUPPRESS)
+    add_timing_options(p, None)
     args = p.parse_args()
     if args.variant:
         print(json.dumps(measure(args)))

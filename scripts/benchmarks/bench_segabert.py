@@ -12,10 +12,10 @@ counts. Target: SegaBERT at most 5% slower.
 """
 import argparse
 import json
-import os
 import sys
 
 from bench_common import (
+    add_timing_options,
     build_registered_model,
     report,
     result,
@@ -68,12 +68,7 @@ def main():
     p.add_argument("--vocab", type=int, default=32000)
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--seq-len", type=int, default=512)
-    p.add_argument("--steps", type=int, default=10)
-    p.add_argument("--warmup", type=int, default=2)
-    p.add_argument("--repeats", type=int, default=2)
-    p.add_argument("--threads", type=int, default=os.cpu_count())
-    p.add_argument("--dtype", choices=("float32", "bf16", "fp16"), default="float32")
-    p.add_argument("--variant", choices=list(ARCHS), help=argparse.SUPPRESS)
+    add_timing_options(p, list(ARCHS))
     args = p.parse_args()
     if args.variant:
         print(json.dumps(measure(args)))

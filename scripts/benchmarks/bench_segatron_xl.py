@@ -25,7 +25,15 @@ import os
 import sys
 from types import SimpleNamespace
 
-from bench_common import report, result, run_interleaved, setup_device, synthetic_dictionary, time_training
+from bench_common import (
+    add_timing_options,
+    report,
+    result,
+    run_interleaved,
+    setup_device,
+    synthetic_dictionary,
+    time_training,
+)
 
 VARIANTS = {"transformer_xl": (True, True), "segatron_xl": (False, False)}  # (no_sentence, no_paragraph)
 AUTHORS = "authors_segatron_xl"
@@ -96,17 +104,12 @@ def main():
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--tgt-len", type=int, default=150)
     p.add_argument("--mem-len", type=int, default=150)
-    p.add_argument("--steps", type=int, default=20)
-    p.add_argument("--warmup", type=int, default=3)
-    p.add_argument("--repeats", type=int, default=2)
-    p.add_argument("--threads", type=int, default=os.cpu_count())
-    p.add_argument("--dtype", choices=("float32", "bf16", "fp16"), default="float32")
+    add_timing_options(p, [*VARIANTS, AUTHORS], steps=20, warmup=3)
     p.add_argument("--compile-layers", action="store_true",
                    help="the model's --compile-layers (torch.compile of each layer; GPU only)")
     p.add_argument("--authors-code", metavar="DIR",
                    help="also time the Segatron authors' SegaMemTransformerLM from this checkout of "
                         "github.com/rsvp-ai/segatron_aaai's segatron-xl folder")
-    p.add_argument("--variant", choices=[*VARIANTS, AUTHORS], help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.authors_code and not os.path.isfile(os.path.join(args.authors_code, "mem_transformer.py")):
         p.error(f"--authors-code {args.authors_code}: no mem_transformer.py (give their segatron-xl folder)")

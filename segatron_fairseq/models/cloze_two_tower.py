@@ -94,13 +94,15 @@ class ClozeTwoTowerConfig(FairseqDataclass):
         "help": "the combination's query from F_i-1 and B_i+1: their sum (base) or their concatenation "
                 "projected to d (large)"})
     segment_positions: bool = field(default=False, metadata={
-        "help": "add learned paragraph- and sentence-index embeddings (SegaBERT's) to both towers' input"})
+        "help": "add learned paragraph- and sentence-index embeddings (SegaBERT's) to both towers' input; the "
+                "backward tower's index at i+1 tells whether token i ends a sentence (docs/cloze-two-tower.md)"})
     max_paragraph_index: int = field(default=TABLE_SIZES["paragraph"],
                                      metadata={"help": "paragraph index table size"})
     max_sentence_index: int = field(default=TABLE_SIZES["sentence"], metadata={"help": "sentence index table size"})
     token_positions: ChoiceEnum(TOKEN_POSITIONS) = field(default="absolute", metadata={
         "help": "absolute: sinusoids of the position in the block (the paper); sentence: of the token's index "
-                "in its sentence (our variant)"})
+                "in its sentence (our variant; index 0 at i+1 tells the backward tower that token i ends a "
+                "sentence)"})
     input_embedder: ChoiceEnum(INPUT_EMBEDDERS) = field(default="token", metadata={
         "help": "token: a table of the dictionary's types (BPE models); char-cnn: the paper's character CNN "
                 "over each word (word models; needs --adaptive-softmax-cutoff)"})

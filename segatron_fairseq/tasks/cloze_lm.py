@@ -29,7 +29,7 @@ from omegaconf import II
 from segatron_fairseq.data import ClozeBlockDataset, FieldDataset, SegmentIndexedDataset
 from segatron_fairseq.segments import TABLE_SIZES
 from segatron_fairseq.tasks.single_dictionary_task import SingleDictionaryTask
-from segatron_preprocess.corpus_format import DICT_FILE, INDEX_NAMES
+from segatron_preprocess.corpus_format import DICT_FILE, INDEX_NAMES, STREAM_STYLE, read_metadata
 
 logger = logging.getLogger(__name__)
 
@@ -78,6 +78,10 @@ class ClozeLMTask(SingleDictionaryTask):
         return model
 
     def load_dataset(self, split: str, epoch: int = 1, combine: bool = False, **kwargs):
+        if read_metadata(self.cfg.data).get(STREAM_STYLE) == "authors":
+            raise ValueError(f"{self.cfg.data}: binarized with --stream-style authors (paragraph counters that run "
+                             f"over the whole split, no document starts): cloze blocks stay within documents; "
+                             f"binarize with --stream-style fairseq")
         corpus = SegmentIndexedDataset(os.path.join(self.cfg.data, split), len(self.dictionary))
         d = self.dictionary
         blocks = ClozeBlockDataset(corpus, d.bos(), d.eos(), d.pad(), self.cfg.tokens_per_sample,

@@ -156,3 +156,22 @@ def test_char_cnn_with_adaptive_softmax_trains_and_validates(cloze_trained, tmp_
     out = run_cli("fairseq-validate", data, "--user-dir", PLUGIN_DIR, "--task", "cloze_lm", "--path",
                   tmp_path / "checkpoint_last.pt", "--cpu", "--batch-size", 8, "--valid-subset", "valid")
     assert re.search(r"cloze_ppl [\d.]+", out)
+
+
+def test_a_corpus_binarized_as_the_authors_stream_is_refused(segabert_corpus, tmp_path):
+    """--stream-style authors keeps no document starts: cloze blocks would run across documents."""
+    import json
+    import shutil
+
+    from segatron_fairseq.tasks.cloze_lm import ClozeLMConfig, ClozeLMTask
+
+    corpus = tmp_path / "authors"
+    shutil.copytree(segabert_corpus, corpus)
+    metadata_file = corpus / "segatron_preprocess.json"
+    metadata = json.loads(metadata_file.read_text())
+    metadata["stream_style"] = "authors"
+    metadata_file.write_text(json.dumps(metadata))
+    task = ClozeLMTask.setup_task(ClozeLMConfig(data=str(corpus), seed=1))
+    with pytest.raises(ValueError, match=r"authors: binarized with --stream-style authors .* binarize with "
+                                         r"--stream-style fairseq"):
+        task.load_dataset("train")

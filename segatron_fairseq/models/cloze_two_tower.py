@@ -46,6 +46,7 @@ from torch import nn
 from segatron_fairseq.hub.checkpoints import DEFAULT_CHECKPOINT, load_pretrained
 from segatron_fairseq.hub.cloze_two_tower import ClozeTwoTowerHubInterface
 from segatron_fairseq.models.architecture_defaults import register_architecture, set_defaults
+from segatron_fairseq.modules import add_index_embeddings
 from segatron_fairseq.modules.cloze_combination import (
     COMBINATION_MASKS,
     QUERY_COMBINATIONS,
@@ -193,15 +194,8 @@ class ClozeTwoTower(nn.Module):
             positions = utils.make_positions(src_tokens, self.padding_idx)
         x = self.embed_scale * self.embed_tokens(src_tokens) + self._sinusoids(positions)
         indexes = {"paragraph": paragraph_index, "sentence": sentence_index}
-        for level, table in self.segment_embeddings.items():
-            index = indexes[level]
-            if index is None:
-                raise ValueError(f"--segment-positions needs {level}_index next to src_tokens")
-            if index.numel() and int(index.max()) >= table.num_embeddings:
-                raise ValueError(f"{level}_index {int(index.max())} exceeds the table size {table.num_embeddings} "
-                                 f"(--max-{level}-index)")
-            x = x + table(index)
-        return x
+        return add_index_embeddings(x, self.segment_embeddings, indexes,
+                                    "--segment-positions needs {name}_index next to src_tokens")
 
     def towers(self, src_tokens: torch.Tensor, **indexes):
         """The towers' top states, (T, B, d) each, and the padding mask (B, T) or None."""

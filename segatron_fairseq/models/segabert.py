@@ -26,7 +26,12 @@ from torch import nn
 from segatron_fairseq.hub.checkpoints import DEFAULT_CHECKPOINT, load_pretrained
 from segatron_fairseq.hub.segabert import SegaBERTHubInterface
 from segatron_fairseq.models.architecture_defaults import TINY_ENCODER, register_architecture, set_defaults
-from segatron_fairseq.modules import FactorizedLMHead, FactorizedTransformerEncoder, share_layers
+from segatron_fairseq.modules import (
+    FactorizedLMHead,
+    FactorizedTransformerEncoder,
+    add_index_embeddings,
+    share_layers,
+)
 from segatron_fairseq.modules.shared_layers import SHARING
 from segatron_fairseq.segments import TABLE_SIZES
 
@@ -92,14 +97,8 @@ class SegaBERTEncoder(RobertaEncoder):
             embedding = embedding + self.token_type_embeddings(token_type)
         if self.segment_positions:
             indexes = {"paragraph": paragraph_index, "sentence": sentence_index, "token": token_index}
-            for name, table in self.segment_embeddings.items():
-                index = indexes[name]
-                if index is None:
-                    raise ValueError(f"SegaBERT needs {name}_index next to src_tokens (use a segabert_* task)")
-                if index.numel() and int(index.max()) >= table.num_embeddings:
-                    raise ValueError(f"{name}_index {int(index.max())} exceeds the table size "
-                                     f"{table.num_embeddings} (--max-{name}-index)")
-                embedding = embedding + table(index)
+            embedding = add_index_embeddings(embedding, self.segment_embeddings, indexes,
+                                             "SegaBERT needs {name}_index next to src_tokens (use a segabert_* task)")
         return embedding
 
     def forward(self, src_tokens, features_only=False, return_all_hiddens=False, masked_tokens=None,

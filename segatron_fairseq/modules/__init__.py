@@ -1,6 +1,7 @@
 from .biased_adaptive_softmax import BiasedAdaptiveSoftmax
 from .cross_sequence_layer import CrossSequenceLayer
 from .factorized_embedding import FactorizedLMHead, FactorizedTransformerEncoder
+from .index_embeddings import add_index_embeddings
 from .segatron_xl_layer import SegatronXLLayer
 from .segment_distances import (
     ORIGINS,
@@ -22,6 +23,7 @@ __all__ = [
     "SegmentDistances",
     "SegmentRelativeMultiheadAttention",
     "SegatronXLLayer",
+    "add_index_embeddings",
     "distance_sinusoids",
     "last_query_distances",
     "rel_shift",

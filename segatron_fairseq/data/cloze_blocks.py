@@ -5,8 +5,15 @@ boundaries but never across documents; each block is wrapped in the sample
 boundary marker ``<s>`` (the paper's) at both ends.
 
 Every token of a block is a target; the two ``<s>`` are not (target = pad
-there). The indexes are those of ``segments.build_layout`` (each ``<s>``
-takes its neighbour's), fitted to the index tables.
+there). The indexes count from the block's first token (``from_block_start``;
+each ``<s>`` takes its neighbour's, as ``segments.build_layout`` lays them out)
+and are clipped to the index tables, never shifted: SegaBERT's shift looks at
+the block's largest index, which would tell the forward tower how many
+boundaries lie to its right (the backward tower counts from the block's end:
+``modules.backward_tower_indexes``).
+
+    corpus indexes of a block    paragraph 7 7 7 8 8   sentence 4 5 5 0 1   token 9 0 1 0 0
+    from the block's start       paragraph 0 0 0 1 1   sentence 0 1 1 0 1   token 0 0 1 0 0
 """
 from typing import Dict
 
@@ -20,10 +27,24 @@ from segatron_preprocess.corpus_format import INDEX_NAMES, document_starts
 from .segment_indexed_dataset import SegmentIndexedDataset
 
 
+def from_block_start(indexes: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
+    """Each level's (N,) corpus indexes of one block (in document order),
+    counted from its first token: the first paragraph becomes paragraph 0, the
+    first sentence sentence 0 of it, its first token token 0."""
+    counted, same_group = {}, None
+    for level in INDEX_NAMES:
+        values = np.asarray(indexes[level], dtype=np.int64)
+        in_first_group = np.ones(len(values), dtype=bool) if same_group is None else same_group
+        counted[level] = values - np.where(in_first_group, values[:1], 0) if len(values) else values
+        same_group = in_first_group & (values == values[:1])
+    return counted
+
+
 def block_layout(tokens: np.ndarray, indexes: Dict[str, np.ndarray], bos: int,
                  index_limits: Dict[str, int]) -> Layout:
-    """``<s> tokens <s>`` with its indexes (fitted to tables of ``index_limits`` rows)."""
-    return build_layout([Text(tokens, indexes)], bos, bos, index_limits)
+    """``<s> tokens <s>`` with its indexes counted from the block's start and
+    clipped to tables of ``index_limits`` rows."""
+    return build_layout([Text(tokens, from_block_start(indexes))], bos, bos, index_limits)
 
 
 def block_target(layout_tokens: np.ndarray, pad: int) -> np.ndarray:

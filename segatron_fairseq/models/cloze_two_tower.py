@@ -8,6 +8,10 @@ token itself (``modules.cloze_combination``).
   (``--token-positions absolute``; ``sentence``, our variant: the token's
   index within its sentence instead), plus, with ``--segment-positions``,
   learned paragraph- and sentence-index embeddings as in SegaBERT; then dropout.
+  The forward tower reads the indexes as given (counted from the block's
+  start), the backward tower their mirror image
+  (``modules.backward_tower_indexes``), so neither learns from them where
+  the token it helps predict ends a sentence.
 - Towers: fairseq's decoder layers (pre-LN, ReLU FFN, no cross-attention),
   each attention with the extra zero key/value slot; no final LayerNorm.
 - Combination: mask ``full`` (pre-training) or ``none`` (fine-tuning:
@@ -47,6 +51,7 @@ from segatron_fairseq.hub.checkpoints import DEFAULT_CHECKPOINT, load_pretrained
 from segatron_fairseq.hub.cloze_two_tower import ClozeTwoTowerHubInterface
 from segatron_fairseq.models.architecture_defaults import register_architecture, set_defaults
 from segatron_fairseq.modules import add_index_embeddings
+from segatron_fairseq.modules.backward_tower_indexes import backward_tower_indexes
 from segatron_fairseq.modules.cloze_combination import (
     COMBINATION_MASKS,
     QUERY_COMBINATIONS,
@@ -63,6 +68,9 @@ CHAR_FILTERS = "[(1, 64), (2, 128), (3, 192), (4, 256), (5, 256), (6, 256), (7, 
 # the paper's adaptive softmax bands: 60K types at d, the next 160K at d / 4 (factor 4), the rest at d / 16
 PAPER_ADAPTIVE_CUTOFF = "60000,220000"
 SEGMENT_LEVELS_EMBEDDED = ("paragraph", "sentence")  # --segment-positions: the index tables added
+# 2: the backward tower reads the indexes counted from the right (1, before it: the forward tower's, which tell
+# the query for token i whether token i ends a sentence)
+INDEX_LAYOUT_VERSION = 2
 
 # the paper's sizes (its Table 1; layers are per tower): base 6 blocks, large 12 (the BPE model's), d 1024,
 # FFN 4096, 16 heads; the query of the combination summed for base, concatenated for large
@@ -96,14 +104,13 @@ class ClozeTwoTowerConfig(FairseqDataclass):
                 "projected to d (large)"})
     segment_positions: bool = field(default=False, metadata={
         "help": "add learned paragraph- and sentence-index embeddings (SegaBERT's) to both towers' input; the "
-                "backward tower's index at i+1 tells whether token i ends a sentence (docs/cloze-two-tower.md)"})
+                "backward tower's counted from the block's end (docs/cloze-two-tower.md)"})
     max_paragraph_index: int = field(default=TABLE_SIZES["paragraph"],
                                      metadata={"help": "paragraph index table size"})
     max_sentence_index: int = field(default=TABLE_SIZES["sentence"], metadata={"help": "sentence index table size"})
     token_positions: ChoiceEnum(TOKEN_POSITIONS) = field(default="absolute", metadata={
         "help": "absolute: sinusoids of the position in the block (the paper); sentence: of the token's index "
-                "in its sentence (our variant; index 0 at i+1 tells the backward tower that token i ends a "
-                "sentence)"})
+                "in its sentence (our variant; the backward tower's counted from the sentence's end)"})
     input_embedder: ChoiceEnum(INPUT_EMBEDDERS) = field(default="token", metadata={
         "help": "token: a table of the dictionary's types (BPE models); char-cnn: the paper's character CNN "
                 "over each word (word models; needs --adaptive-softmax-cutoff)"})
@@ -129,6 +136,8 @@ class ClozeTwoTower(nn.Module):
         self.padding_idx = padding_idx = dictionary.pad()
         self.combination_mask = cfg.combination_mask
         self.token_positions = cfg.token_positions
+        self.reads_indexes = cfg.segment_positions or cfg.token_positions == "sentence"
+        self.register_buffer("index_layout_version", torch.tensor(INDEX_LAYOUT_VERSION))
         if cfg.input_embedder == "char-cnn":
             if not cfg.adaptive_softmax_cutoff:
                 raise ValueError("--input-embedder char-cnn needs --adaptive-softmax-cutoff: the output layer "
@@ -184,16 +193,36 @@ class ClozeTwoTower(nn.Module):
 
     def embed(self, src_tokens: torch.Tensor, paragraph_index=None, sentence_index=None,
               token_index=None) -> torch.Tensor:
-        """(B, T) ids and indexes -> (B, T, d) the towers' input (before dropout)."""
+        """(B, T) ids and indexes -> (B, T, d) the forward tower's input (before dropout)."""
+        indexes = {"paragraph": paragraph_index, "sentence": sentence_index, "token": token_index}
+        return self._add_positions(self.embed_scale * self.embed_tokens(src_tokens), src_tokens, indexes)
+
+    def tower_inputs(self, src_tokens: torch.Tensor, paragraph_index=None, sentence_index=None,
+                     token_index=None):
+        """(B, T) ids and indexes -> the forward and the backward tower's input,
+        (B, T, d) each, before dropout: one tensor when the model reads no index."""
+        indexes = {"paragraph": paragraph_index, "sentence": sentence_index, "token": token_index}
+        tokens = self.embed_scale * self.embed_tokens(src_tokens)
+        forward = self._add_positions(tokens, src_tokens, indexes)
+        if not self.reads_indexes:
+            return forward, forward
+        for name, index in indexes.items():
+            if index is None:
+                raise ValueError(f"{name}_index is needed next to src_tokens: the backward tower counts the "
+                                 f"indexes from the right (--segment-positions, --token-positions sentence)")
+        backward = backward_tower_indexes(indexes, src_tokens.eq(self.padding_idx))
+        return forward, self._add_positions(tokens, src_tokens, backward)
+
+    def _add_positions(self, tokens: torch.Tensor, src_tokens: torch.Tensor, indexes) -> torch.Tensor:
+        """(B, T, d) scaled token embeddings plus the sinusoids and index tables of ``indexes`` (level -> (B, T))."""
         padding = src_tokens.eq(self.padding_idx)
         if self.token_positions == "sentence":
-            if token_index is None:
+            if indexes["token"] is None:
                 raise ValueError("--token-positions sentence needs token_index next to src_tokens")
-            positions = (token_index + self.padding_idx + 1).masked_fill(padding, self.padding_idx)
+            positions = (indexes["token"] + self.padding_idx + 1).masked_fill(padding, self.padding_idx)
         else:
             positions = utils.make_positions(src_tokens, self.padding_idx)
-        x = self.embed_scale * self.embed_tokens(src_tokens) + self._sinusoids(positions)
-        indexes = {"paragraph": paragraph_index, "sentence": sentence_index}
+        x = tokens + self._sinusoids(positions)
         return add_index_embeddings(x, self.segment_embeddings, indexes,
                                     "--segment-positions needs {name}_index next to src_tokens")
 
@@ -201,11 +230,26 @@ class ClozeTwoTower(nn.Module):
         """The towers' top states, (T, B, d) each, and the padding mask (B, T) or None."""
         padding = src_tokens.eq(self.padding_idx)
         padding = padding if padding.any() else None
-        x = self.dropout(self.embed(src_tokens, **indexes)).transpose(0, 1)
+        forward_input, backward_input = self.tower_inputs(src_tokens, **indexes)
+        x = self.dropout(forward_input).transpose(0, 1)
+        y = x if backward_input is forward_input else self.dropout(backward_input).transpose(0, 1)
         length = x.size(0)
         fwd = self._tower(self.forward_layers, x, forward_tower_mask(length, x.device), padding)
-        bwd = self._tower(self.backward_layers, x, backward_tower_mask(length, x.device), padding)
+        bwd = self._tower(self.backward_layers, y, backward_tower_mask(length, x.device), padding)
         return fwd, bwd, padding
+
+    def upgrade_state_dict_named(self, state_dict, name):
+        """A checkpoint without ``index_layout_version`` predates version 2: one
+        that reads no index loads as it is; one that does is refused (its
+        backward tower was trained on the forward tower's indexes)."""
+        key = f"{name}.index_layout_version" if name else "index_layout_version"
+        if key in state_dict:
+            return
+        if self.reads_indexes:
+            raise ValueError("a cloze_two_tower checkpoint with --segment-positions or --token-positions sentence "
+                             "from before index layout 2: its backward tower read the forward tower's indexes, "
+                             "which tell it whether the predicted token ends a sentence; train it again")
+        state_dict[key] = self.index_layout_version.clone()
 
     @staticmethod
     def _tower(layers: nn.ModuleList, x: torch.Tensor, mask: torch.Tensor, padding: Optional[torch.Tensor]):

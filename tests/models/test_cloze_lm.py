@@ -11,7 +11,7 @@ from fairseq.data import Dictionary
 from fairseq.models import ARCH_CONFIG_REGISTRY
 
 from segatron_fairseq.criterions.cloze_lm import ClozeLMCriterion, shifted_targets
-from segatron_fairseq.data import ClozeBlockDataset, SegmentIndexedDataset
+from segatron_fairseq.data import ClozeBlockDataset, SegmentIndexedDataset, block_layout
 from segatron_fairseq.models.cloze_two_tower import ClozeTwoTower, ClozeTwoTowerModel
 from segatron_preprocess.corpus_format import document_starts
 
@@ -40,6 +40,21 @@ def test_blocks_run_across_sentences_and_paragraphs_but_not_documents(segabert_c
     assert crossed_sentence and crossed_paragraph
     # the blocks, in corpus order, are the split's tokens without </s>
     assert np.array_equal(np.concatenate(joined), tokens[keep])
+
+
+def test_block_indexes_count_from_the_block_start_and_are_clipped_not_shifted():
+    """A block deep in a document starts at paragraph 0, sentence 0, token 0; past a table the indexes are
+    clipped (SegaBERT's shift would depend on the block's largest index, so on boundaries to the right)."""
+    paragraph = np.array([70, 70, 71, 71] + list(range(72, 140)))
+    sentence = np.array([3, 4, 0, 1] + [0] * 68)
+    token = np.array([9, 0, 0, 0] + [0] * 68)
+    tokens = np.arange(10, 10 + len(paragraph))
+    layout = block_layout(tokens, {"paragraph": paragraph, "sentence": sentence, "token": token}, 0,
+                          {"paragraph": 50, "sentence": 100, "token": 128})
+    assert layout.indexes["paragraph"].tolist() == [0, 0, 0, 1, 1] + list(range(2, 50)) + [49] * 21
+    assert layout.indexes["sentence"][:6].tolist() == [0, 0, 1, 0, 1, 0]
+    assert layout.indexes["token"][:6].tolist() == [0, 0, 0, 0, 0, 0]
+    assert layout.clipped and not layout.shifted
 
 
 def _tiny_model():

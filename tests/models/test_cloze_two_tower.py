@@ -1,12 +1,14 @@
 """The cloze two-tower model: its masks pair by pair, what each prediction depends on, padding."""
 import argparse
 
+import numpy as np
 import pytest
 import torch
 from fairseq.data import Dictionary
 from fairseq.models import ARCH_CONFIG_REGISTRY
 
 import segatron_fairseq  # noqa: F401  (registers the architectures)
+from segatron_fairseq.data.cloze_blocks import block_layout
 from segatron_fairseq.models.cloze_two_tower import ClozeTwoTower
 from segatron_fairseq.modules.cloze_combination import (
     backward_tower_mask,
@@ -57,7 +59,7 @@ def _dependencies(network, name, length):
     towers' input embedding)."""
     src = torch.arange(4, 4 + length).unsqueeze(0)
     x = network.embed(src).detach().requires_grad_(True)
-    network.embed = lambda *args, **kwargs: x
+    network.tower_inputs = lambda *args, **kwargs: (x, x)
     depends = torch.zeros(length, length, dtype=torch.bool)
     for i in range(length):
         x.grad = None
@@ -105,6 +107,79 @@ def test_changing_a_token_leaves_its_own_prediction_and_moves_the_others():
     with torch.no_grad():
         moved = unmasked(src)["cloze"][0, 3], unmasked(changed)["cloze"][0, 3]
     assert not torch.allclose(*moved, atol=1e-4)
+
+
+def _block(words, sentence_ends, paragraph_ends=()):
+    """The model's input for one block of ``words`` whose sentences end after the words at ``sentence_ends`` and
+    whose paragraphs end after those at ``paragraph_ends`` (positions in ``words``), laid out as pre-training
+    lays it out."""
+    indexes = {"paragraph": [], "sentence": [], "token": []}
+    p = s = t = 0
+    for k in range(len(words)):
+        indexes["paragraph"].append(p)
+        indexes["sentence"].append(s)
+        indexes["token"].append(t)
+        p, s, t = (p + 1, 0, 0) if k in paragraph_ends else (p, s + 1, 0) if k in sentence_ends else (p, s, t + 1)
+    layout = block_layout(np.array(words), {k: np.array(v) for k, v in indexes.items()}, 0,
+                          {"paragraph": 50, "sentence": 100, "token": 64})
+    return {"src_tokens": torch.tensor(layout.tokens)[None],
+            **{f"{k}_index": torch.tensor(v)[None] for k, v in layout.indexes.items()}}
+
+
+LEAK_OPTIONS = {"segment_positions": True, "token_positions": "sentence"}
+
+
+def _boundary_variants(i):
+    """Blocks of 12 words where word i and every boundary a sentence splitter could decide from it differ:
+    sentence or paragraph ends after word i - 1, i or i + 1."""
+    words = [5, 9, 12, 7, 30, 22, 8, 14, 6, 19, 11, 25]
+    variants = []
+    for changed, ends, paragraph_ends in [(None, {8}, ()), (17, {i, 8}, ()), (26, {i - 1, 8}, ()),
+                                          (33, {i + 1, 8}, ()), (17, {8}, {i}), (20, {i - 1, i + 1, 8}, {i})]:
+        block_words = list(words)
+        if changed is not None:
+            block_words[i] = changed
+        variants.append(_block(block_words, ends, paragraph_ends))
+    return variants
+
+
+@pytest.mark.parametrize("i", [3, 5])
+def test_no_index_tells_the_prediction_where_its_token_ends_a_sentence(i):
+    """Changing word i together with the sentence and paragraph ends next to it (those a splitter decides
+    from word i) leaves the prediction of word i where it was; the other positions' predictions move."""
+    network = tiny(**LEAK_OPTIONS)
+    with torch.no_grad():
+        outputs = [network(**block)["cloze"][0] for block in _boundary_variants(i)]
+    position = i + 1  # after the first <s>
+    for other in outputs[1:]:
+        torch.testing.assert_close(other[position], outputs[0][position], atol=1e-6, rtol=0)
+        assert not torch.allclose(other[position + 1], outputs[0][position + 1], atol=1e-4)
+
+
+def test_the_forward_indexes_in_the_backward_tower_would_tell_it(monkeypatch):
+    """The check above can fail: a backward tower reading the forward tower's indexes (what version 1 did)
+    moves the prediction."""
+    import segatron_fairseq.models.cloze_two_tower as cloze_module
+
+    monkeypatch.setattr(cloze_module, "backward_tower_indexes", lambda indexes, padding: indexes)
+    network = tiny(**LEAK_OPTIONS)
+    with torch.no_grad():
+        first, moved = (network(**block)["cloze"][0, 4] for block in _boundary_variants(3)[:2])
+    assert not torch.allclose(first, moved, atol=1e-4)
+
+
+def test_checkpoints_from_before_index_layout_2():
+    """Without its version key, a checkpoint of a model that reads no index loads; one that does is refused."""
+    for options, loads in [({}, True), (LEAK_OPTIONS, False)]:
+        network = tiny(**options)
+        state = {k: v for k, v in network.state_dict().items() if k != "index_layout_version"}
+        if loads:
+            network.upgrade_state_dict_named(state, "")
+            network.load_state_dict(state)
+            assert int(network.index_layout_version) == 2
+        else:
+            with pytest.raises(ValueError, match="from before index layout 2"):
+                network.upgrade_state_dict_named(state, "")
 
 
 @pytest.mark.parametrize("options", [{}, {"combine_query": "concat"},
@@ -155,16 +230,20 @@ def test_segment_positions_add_paragraph_and_sentence_tables_to_both_towers():
     with_indexes = network.embed(src, paragraph_index=paragraph, sentence_index=sentence)
     added = network.segment_embeddings["paragraph"](paragraph) + network.segment_embeddings["sentence"](sentence)
     torch.testing.assert_close(with_indexes, plain + added)
+    token = torch.tensor([[0, 1, 0, 1, 0]])
     with torch.no_grad():
-        base = network(src, paragraph_index=paragraph, sentence_index=sentence, bilm=True)
-        moved = network(src, paragraph_index=torch.zeros_like(paragraph), sentence_index=sentence, bilm=True)
+        base = network(src, paragraph_index=paragraph, sentence_index=sentence, token_index=token, bilm=True)
+        moved = network(src, paragraph_index=torch.zeros_like(paragraph), sentence_index=sentence, token_index=token,
+                        bilm=True)
     # the forward tower's last state and the backward tower's first see the moved paragraph
     assert not torch.allclose(base["forward"][0, -1], moved["forward"][0, -1])
     assert not torch.allclose(base["backward"][0, 0], moved["backward"][0, 0])
     with pytest.raises(ValueError, match="--segment-positions needs paragraph_index"):
         network(src)
     with pytest.raises(ValueError, match=r"paragraph_index 50 exceeds the table size 50 \(--max-paragraph-index\)"):
-        network(src, paragraph_index=torch.full_like(src, 50), sentence_index=sentence)
+        network(src, paragraph_index=torch.full_like(src, 50), sentence_index=sentence, token_index=token)
+    with pytest.raises(ValueError, match="token_index is needed next to src_tokens: the backward tower counts"):
+        network(src, paragraph_index=paragraph, sentence_index=sentence)
 
 
 def test_without_segment_positions_the_indexes_change_nothing():

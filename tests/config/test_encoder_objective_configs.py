@@ -101,7 +101,7 @@ def test_albert_yamls_train_at_their_shapes(name, arch, criterion, settings, cor
                   f"task.data={corpus_137k}", f"checkpoint.save_dir={tmp_path / 'ckpt'}",
                   f"common.user_dir={PLUGIN_DIR}", f"hydra.run.dir={tmp_path / 'hydra'}", "common.cpu=true",
                   "common.fp16=false", "optimization.max_update=2", "+model.encoder_embed_dim=32",
-                  "+model.encoder_ffn_embed_dim=64", "+model.encoder_attention_heads=2",
+                  "+model.encoder_ffn_embed_dim=64", "+model.encoder_attention_heads=1",
                   "+model.factorized_embed_dim=16")
     assert "done training" in out and "sop_accuracy" in out
     state = torch.load(tmp_path / "ckpt" / "checkpoint_last.pt", map_location="cpu", weights_only=False)
@@ -137,7 +137,7 @@ SETTINGS = {
 }
 BATCH = {"electra_small": (1, 128), "electra_base": (8, 256)}  # the yamls' comments: GPUs, sequences per update
 # only the width narrowed: ELECTRA's 12 layers, E and generator fraction as shipped
-ELECTRA_NARROW = {"encoder_embed_dim": 32, "encoder_ffn_embed_dim": 64, "encoder_attention_heads": 2}
+ELECTRA_NARROW = {"encoder_embed_dim": 32, "encoder_ffn_embed_dim": 64, "encoder_attention_heads": 1}
 
 
 def _compose(name):

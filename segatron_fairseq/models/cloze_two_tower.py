@@ -210,7 +210,8 @@ class ClozeTwoTower(nn.Module):
             if index is None:
                 raise ValueError(f"{name}_index is needed next to src_tokens: the backward tower counts the "
                                  f"indexes from the right (--segment-positions, --token-positions sentence)")
-        backward = backward_tower_indexes(indexes, src_tokens.eq(self.padding_idx))
+        limits = {name: table.num_embeddings - 1 for name, table in self.segment_embeddings.items()}
+        backward = backward_tower_indexes(indexes, src_tokens.eq(self.padding_idx), limits)
         return forward, self._add_positions(tokens, src_tokens, backward)
 
     def _add_positions(self, tokens: torch.Tensor, src_tokens: torch.Tensor, indexes) -> torch.Tensor:
@@ -241,9 +242,13 @@ class ClozeTwoTower(nn.Module):
     def upgrade_state_dict_named(self, state_dict, name):
         """A checkpoint without ``index_layout_version`` predates version 2: one
         that reads no index loads as it is; one that does is refused (its
-        backward tower was trained on the forward tower's indexes)."""
+        backward tower was trained on the forward tower's indexes). A version
+        this code does not know is refused."""
         key = f"{name}.index_layout_version" if name else "index_layout_version"
         if key in state_dict:
+            if int(state_dict[key]) != INDEX_LAYOUT_VERSION:
+                raise ValueError(f"a cloze_two_tower checkpoint of index layout {int(state_dict[key])}; this code "
+                                 f"reads layout {INDEX_LAYOUT_VERSION}")
             return
         if self.reads_indexes:
             raise ValueError("a cloze_two_tower checkpoint with --segment-positions or --token-positions sentence "

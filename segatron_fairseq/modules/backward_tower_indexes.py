@@ -6,12 +6,10 @@ depend only on the sentence ends before j. Read by the backward tower,
 those indexes would betray the token being predicted: the query for token i
 reads the backward state B_{i+1}, and the index of token i+1 changes
 exactly when token i ends a sentence. So the backward tower reads the mirror
-image: each level counted from the right end of the block (paragraph ends
-after the token; sentence ends after it in its paragraph; tokens after it in
-its sentence), and at position j the counts of token j + 1 (0 at the last
-position). B_{i+1} then depends on sentence ends at i + 2 or later only,
-which a sentence splitter decides from tokens i + 1 and later (it looks one
-token to each side of a boundary).
+image: each level counted from the right end of the block (paragraph starts
+after the token; sentence starts after it in its paragraph; tokens after it
+in its sentence), and at position j the counts of position j + 1 (0 at the
+last position). B_{i+1} then depends on sentence ends at i + 2 or later only.
 
 One block, one paragraph (each ``<s>`` takes its neighbour's indexes)::
 
@@ -19,47 +17,68 @@ One block, one paragraph (each ``<s>`` takes its neighbour's indexes)::
     token                     <s>   A    b    .    C    d    .   <s>
     sentence (forward)         0    0    0    0    1    1    1    1
     token (forward)            0    0    1    2    0    1    2    2
-    sentence, from the right   1    1    1    1    0    0    0    0
-    token, from the right      2    2    1    0    2    1    0    0
+    sentences after            1    1    1    1    0    0    0    0
+    tokens after               3    2    1    0    2    1    0    0
     backward sentence          1    1    1    0    0    0    0    0
     backward token             2    1    0    2    1    0    0    0
 
-(the last two rows: the two above read one position to the right). A
-level's count from the right is its value at the last position of its group
-(the block for paragraphs, the paragraph for sentences, the sentence for
-tokens) minus its own value.
+(the last two rows: the two above read one position to the right; the
+first ``<s>`` counts as its sentence's first token in place of ``A``, which
+copies it, and the count at position 0 is never read).
+
+The boundaries come from the token index alone, which a block never clips
+(its table holds the block's length): a sentence starts where the token
+index does not go on by one from the position before, a paragraph where that
+new sentence is sentence 0. A position that repeats every index of the one
+before it is a copy (an ``<s>``, a separator) and starts nothing. So the
+counts stay right where the paragraph and sentence indexes were clipped to
+their tables (but for a one-token sentence whose paragraph and sentence
+indexes are both clipped: it looks like a copy); the counts themselves are
+clipped to ``limits``.
 """
 from typing import Dict, Optional
 
 import torch
 from torch import Tensor
 
-from segatron_preprocess.corpus_format import INDEX_NAMES
 
-
-def _shift_right(values: Tensor, fill) -> Tensor:
+def _previous(values: Tensor, fill) -> Tensor:
     """(B, T) -> (B, T): column j holds column j - 1, column 0 ``fill``."""
     return torch.cat([torch.full_like(values[:, :1], fill), values[:, :-1]], dim=1)
 
 
-def backward_tower_indexes(indexes: Dict[str, Tensor], padding: Optional[Tensor]) -> Dict[str, Tensor]:
-    """``indexes``: the forward tower's (B, T) index of each level of
-    ``INDEX_NAMES`` (paragraph, sentence, token), right padded; ``padding``:
-    (B, T), True at padding, or None. Returns the backward tower's (B, T)
-    index of each level (0 at padding)."""
-    first = indexes[INDEX_NAMES[0]]
-    real = torch.ones_like(first, dtype=torch.bool) if padding is None else ~padding
-    # right to left: each row flipped, so a group's last position comes first
-    real = real.flip(1)
-    previous_real = _shift_right(real, False)
-    columns = torch.arange(first.size(1), device=first.device).expand_as(first)
-    group_start = real & ~previous_real
+def _after_in_group(counted: Tensor, group: Tensor) -> Tensor:
+    """(B, T) running counts and non-decreasing group ids -> how much the
+    count still grows after each position within its group."""
+    group_end = torch.zeros_like(counted).scatter_reduce(1, group, counted, "amax", include_self=False)
+    return group_end.gather(1, group) - counted
+
+
+def backward_tower_indexes(indexes: Dict[str, Tensor], padding: Optional[Tensor],
+                           limits: Optional[Dict[str, int]] = None) -> Dict[str, Tensor]:
+    """``indexes``: the forward tower's (B, T) ``paragraph``, ``sentence`` and
+    ``token`` index, right padded; ``padding``: (B, T), True at padding, or
+    None; ``limits``: a level's largest count (its table's rows - 1), if any.
+    Returns the backward tower's (B, T) index of each level (0 at padding)."""
+    paragraph, sentence, token = indexes["paragraph"], indexes["sentence"], indexes["token"]
+    real = torch.ones_like(token, dtype=torch.bool) if padding is None else ~padding
+    follows_real = real & _previous(real, False)
+    copy = follows_real & paragraph.eq(_previous(paragraph, 0)) & sentence.eq(_previous(sentence, 0)) \
+        & token.eq(_previous(token, 0))
+    sentence_start = follows_real & ~copy & token.ne(_previous(token, 0) + 1)
+    paragraph_start = sentence_start & sentence.eq(0)
+    counts_token = real & ~copy
+    paragraphs_so_far = paragraph_start.long().cumsum(1)
+    sentences_so_far = sentence_start.long().cumsum(1)
+    after = {
+        "paragraph": paragraphs_so_far[:, -1:] - paragraphs_so_far,
+        "sentence": _after_in_group(sentences_so_far, paragraphs_so_far),
+        "token": _after_in_group(counts_token.long().cumsum(1), sentences_so_far),
+    }
     backward = {}
-    for level in INDEX_NAMES:
-        values = indexes[level].flip(1)
-        start_column = torch.where(group_start, columns, 0).cummax(dim=1).values
-        from_right = (values.gather(1, start_column) - values).masked_fill(~real, 0).flip(1)
-        backward[level] = torch.cat([from_right[:, 1:], torch.zeros_like(from_right[:, :1])], dim=1)
-        # a finer level's groups also start where this level's value changes
-        group_start = group_start | (real & previous_real & values.ne(_shift_right(values, 0)))
+    for level, counts in after.items():
+        counts = counts.masked_fill(~real, 0)
+        if limits and limits.get(level) is not None:
+            counts = counts.clamp(max=limits[level])
+        backward[level] = torch.cat([counts[:, 1:], torch.zeros_like(counts[:, :1])], dim=1)
     return backward

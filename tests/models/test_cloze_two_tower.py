@@ -9,7 +9,7 @@ from fairseq.models import ARCH_CONFIG_REGISTRY
 
 import segatron_fairseq  # noqa: F401  (registers the architectures)
 from segatron_fairseq.data.cloze_blocks import block_layout
-from segatron_fairseq.models.cloze_two_tower import ClozeTwoTower
+from segatron_fairseq.models.cloze_two_tower import ClozeTwoTower, ClozeTwoTowerModel
 from segatron_fairseq.modules.cloze_combination import (
     backward_tower_mask,
     combination_mask,
@@ -161,7 +161,7 @@ def test_the_forward_indexes_in_the_backward_tower_would_tell_it(monkeypatch):
     moves the prediction."""
     import segatron_fairseq.models.cloze_two_tower as cloze_module
 
-    monkeypatch.setattr(cloze_module, "backward_tower_indexes", lambda indexes, padding: indexes)
+    monkeypatch.setattr(cloze_module, "backward_tower_indexes", lambda indexes, padding, limits: indexes)
     network = tiny(**LEAK_OPTIONS)
     with torch.no_grad():
         first, moved = (network(**block)["cloze"][0, 4] for block in _boundary_variants(3)[:2])
@@ -171,15 +171,18 @@ def test_the_forward_indexes_in_the_backward_tower_would_tell_it(monkeypatch):
 def test_checkpoints_from_before_index_layout_2():
     """Without its version key, a checkpoint of a model that reads no index loads; one that does is refused."""
     for options, loads in [({}, True), (LEAK_OPTIONS, False)]:
-        network = tiny(**options)
-        state = {k: v for k, v in network.state_dict().items() if k != "index_layout_version"}
+        model = ClozeTwoTowerModel(None, tiny(**options))  # fairseq's load_state_dict upgrades "network.*"
+        state = {k: v for k, v in model.state_dict().items() if k != "network.index_layout_version"}
         if loads:
-            network.upgrade_state_dict_named(state, "")
-            network.load_state_dict(state)
-            assert int(network.index_layout_version) == 2
+            model.load_state_dict(state)
+            assert int(model.network.index_layout_version) == 2
         else:
             with pytest.raises(ValueError, match="from before index layout 2"):
-                network.upgrade_state_dict_named(state, "")
+                model.load_state_dict(state)
+    state = tiny(**LEAK_OPTIONS).state_dict()
+    state["index_layout_version"] = torch.tensor(3)
+    with pytest.raises(ValueError, match="checkpoint of index layout 3; this code reads layout 2"):
+        tiny(**LEAK_OPTIONS).upgrade_state_dict_named(state, "")
 
 
 @pytest.mark.parametrize("options", [{}, {"combine_query": "concat"},
@@ -225,16 +228,17 @@ def test_segment_positions_add_paragraph_and_sentence_tables_to_both_towers():
     assert network.segment_embeddings["paragraph"].num_embeddings == 50
     assert network.segment_embeddings["sentence"].num_embeddings == 100
     src = tokens([5, 9, 12, 7, 30])
-    paragraph, sentence = torch.tensor([[0, 0, 1, 1, 1]]), torch.tensor([[0, 1, 0, 0, 1]])
+    paragraph, sentence = torch.tensor([[0, 0, 0, 1, 1]]), torch.tensor([[0, 0, 1, 0, 0]])
     plain = tiny().embed(src)
     with_indexes = network.embed(src, paragraph_index=paragraph, sentence_index=sentence)
     added = network.segment_embeddings["paragraph"](paragraph) + network.segment_embeddings["sentence"](sentence)
     torch.testing.assert_close(with_indexes, plain + added)
-    token = torch.tensor([[0, 1, 0, 1, 0]])
+    token = torch.tensor([[0, 1, 0, 0, 1]])
     with torch.no_grad():
         base = network(src, paragraph_index=paragraph, sentence_index=sentence, token_index=token, bilm=True)
-        moved = network(src, paragraph_index=torch.zeros_like(paragraph), sentence_index=sentence, token_index=token,
-                        bilm=True)
+        # the paragraph break before position 3 becomes a sentence break
+        moved = network(src, paragraph_index=torch.zeros_like(paragraph),
+                        sentence_index=torch.tensor([[0, 0, 1, 2, 2]]), token_index=token, bilm=True)
     # the forward tower's last state and the backward tower's first see the moved paragraph
     assert not torch.allclose(base["forward"][0, -1], moved["forward"][0, -1])
     assert not torch.allclose(base["backward"][0, 0], moved["backward"][0, 0])

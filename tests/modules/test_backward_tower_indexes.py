@@ -16,16 +16,15 @@ def test_the_worked_example():
     assert backward["token"].tolist() == [[2, 1, 0, 2, 1, 0, 0, 0]]
 
 
-def _random_block(rng):
-    """Forward indexes of ``<s>`` + tokens + ``<s>`` (each ``<s>`` with its neighbour's) and the positions after
-    which a sentence / a paragraph ends."""
+def _random_block(rng, shortest_sentence=1):
+    """Forward indexes of ``<s>`` + tokens + ``<s>`` (each ``<s>`` with its neighbour's)."""
     length = rng.randint(1, 12)
     paragraph, sentence, token = [], [], []
     p = s = t = 0
-    for k in range(length):
-        if k and rng.random() < 0.3:  # a new paragraph
+    for _ in range(length):
+        if t >= shortest_sentence and rng.random() < 0.3:  # a new paragraph
             p, s, t = p + 1, 0, 0
-        elif k and rng.random() < 0.3:  # a new sentence
+        elif t >= shortest_sentence and rng.random() < 0.3:  # a new sentence
             s, t = s + 1, 0
         paragraph.append(p)
         sentence.append(s)
@@ -53,17 +52,31 @@ def _by_hand(block):
     return expected
 
 
-def test_random_right_padded_blocks_against_a_count_by_hand():
-    rng = random.Random(0)
+def _check_random_batches(rng, limits=None, shortest_sentence=1):
+    """Batches of 3 random right-padded blocks, their paragraph and sentence indexes clipped to ``limits``:
+    the counts are those of the unclipped blocks by hand, clipped to ``limits``."""
+    limits = limits or {}
     for _ in range(20):
-        blocks = [_random_block(rng) for _ in range(3)]
+        blocks = [_random_block(rng, shortest_sentence) for _ in range(3)]
         width = max(len(b["token"]) for b in blocks)
         padding = torch.tensor([[k >= len(b["token"]) for k in range(width)] for b in blocks])
         forward = {name: torch.tensor([b[name] + [0] * (width - len(b[name])) for b in blocks])
                    for name in ("paragraph", "sentence", "token")}
-        backward = backward_tower_indexes(forward, padding)
+        clipped = {name: values.clamp(max=limits.get(name, 10 ** 6)) for name, values in forward.items()}
+        backward = backward_tower_indexes(clipped, padding, limits)
         for row, block in enumerate(blocks):
             n = len(block["token"])
             for name, values in _by_hand(block).items():
-                assert backward[name][row, :n].tolist() == values, (name, block)
+                expected = [min(v, limits.get(name, 10 ** 6)) for v in values]
+                assert backward[name][row, :n].tolist() == expected, (name, block)
                 assert not backward[name][row, n:].any()
+
+
+def test_random_right_padded_blocks_against_a_count_by_hand():
+    _check_random_batches(random.Random(0))
+
+
+def test_clipped_paragraph_and_sentence_indexes_leave_the_counts_right():
+    """The boundaries come from the token index, so indexes clipped to small tables change no count (sentences
+    of two tokens or more: a one-token sentence whose indexes are all clipped looks like a copy)."""
+    _check_random_batches(random.Random(1), {"paragraph": 1, "sentence": 1}, shortest_sentence=2)

@@ -310,6 +310,8 @@ class ClozeTwoTowerModel(BaseFairseqModel):
     """The cloze two-tower model as a fairseq model (``ClozeTwoTower`` inside,
     as ``self.network``)."""
 
+    input_end_symbol = "<s>"  # what closes its inputs (pre-training blocks are <s> ... <s>; token_labelling reads it)
+
     def __init__(self, cfg: ClozeTwoTowerConfig, network: ClozeTwoTower, separator: Optional[int] = None,
                  appended: int = 0):
         super().__init__()

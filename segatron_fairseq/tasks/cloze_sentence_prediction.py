@@ -56,6 +56,11 @@ class ClozeSentencePredictionTask(TextClassificationTask):
         dictionary.add_symbol(SEP_SYMBOL)
         return dictionary
 
+    def __init__(self, cfg: ClozeSentencePredictionConfig, dictionary, fmt):
+        super().__init__(cfg, dictionary, fmt)
+        if len(fmt.text_columns) > 2:
+            raise ValueError(f"--text-columns {cfg.text_columns}: the cloze model's layout takes one text or a pair")
+
     @property
     def boundaries(self) -> int:
         """The head's boundary outputs: the two ``<s>``, and ``<sep>`` between two texts."""

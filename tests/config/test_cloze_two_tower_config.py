@@ -106,16 +106,10 @@ def test_cloze_two_tower_glue_yaml_carries_the_paper_settings():
 @pytest.mark.end_to_end
 def test_cloze_two_tower_glue_yaml_fine_tunes_at_its_shapes(cloze_trained, tmp_path):
     """The shipped GLUE yaml (the large model's 12 blocks per tower and 16 heads, batch 16, cosine), only the
-    width narrowed: 2 updates on CPU from a cloze_lm checkpoint of the same narrowed architecture."""
-    from conftest import fairseq_train
-
+    width narrowed: 2 updates on CPU (from scratch: restoring a cloze_lm checkpoint is tested in
+    tests/tasks/test_cloze_finetune.py)."""
     corpus = cloze_trained / "bin"
     narrow = {"decoder_embed_dim": 32, "decoder_ffn_embed_dim": 64}
-    fairseq_train(corpus, task="cloze_lm", arch="cloze_two_tower_large", criterion="cloze_lm",
-                  save_dir=tmp_path / "pretrained",
-                  extra=[x for k, v in narrow.items() for x in (f"--{k.replace('_', '-')}", v)] +
-                  ["--tokens-per-sample", 64, "--batch-size", 2, "--max-update", 1, "--no-epoch-checkpoints",
-                   "--disable-validation"])
     glue = tmp_path / "RTE"
     glue.mkdir()
     rows = "".join(f"{k}\tThe lobster lives in deep water .\tIt grows .\t{('entailment', 'not_entailment')[k % 2]}\n"
@@ -126,12 +120,11 @@ def test_cloze_two_tower_glue_yaml_fine_tunes_at_its_shapes(cloze_trained, tmp_p
                                                                  "optimization.max_update"))]
     out = run_cli("fairseq-hydra-train", "--config-dir", CONFIG_DIR, "--config-name", "cloze_two_tower_glue",
                   f"task.data={glue}", f"task.pretrain_data={corpus}",
-                  f"checkpoint.restore_file={tmp_path / 'pretrained' / 'checkpoint_last.pt'}",
+                  f"checkpoint.restore_file={tmp_path / 'none.pt'}",
                   f"checkpoint.save_dir={tmp_path / 'ckpt'}", f"common.user_dir={PLUGIN_DIR}",
                   f"hydra.run.dir={tmp_path / 'hydra'}", "common.cpu=true", "common.fp16=false",
                   "optimization.max_update=2", "common.log_interval=1", *overrides,
                   *[f"model.{k}={v}" for k, v in narrow.items()])
-    assert "1 row(s) appended for the fine-tuning symbols" in out
     state = torch.load(tmp_path / "ckpt" / "checkpoint_last.pt", map_location="cpu", weights_only=False)
     assert state["optimizer_history"][-1]["num_updates"] == 2
     model = state["cfg"]["model"]

@@ -109,3 +109,24 @@ def test_char_cnn_models_get_the_row_of_their_adaptive_softmax():
     finetuned.load_state_dict(pretrained.state_dict())
     band = finetuned.network.adaptive_softmax.tail[-1][2].weight
     torch.testing.assert_close(band[:-1], pretrained.network.adaptive_softmax.tail[-1][2].weight)
+
+
+@pytest.mark.parametrize("kind", ["linear", "bilstm_crf"])
+def test_token_heads_read_the_unmasked_features_at_the_words(kind):
+    """What token_labelling's criterion does with the cloze model, in-process: each head's loss and labels from
+    ``token_features`` (SegaBERT's net_input, token_type ignored) at the words' first sub-words."""
+    from segatron_fairseq.models.token_heads import build_token_head, word_features
+
+    net = model(MASK_SYMBOL)
+    net.register_task_head("ner", build_token_head(kind, net.token_feature_dim, 5, 0.1, 8, 8))
+    src = torch.tensor([[0, 5, 6, 7, 0], [0, 8, 0, PAD, PAD]])
+    net_input = {"src_tokens": src, "src_lengths": torch.tensor([5, 3]), "token_type": torch.zeros_like(src),
+                 **{f"{level}_index": torch.zeros_like(src) for level in ("paragraph", "sentence", "token")}}
+    features = word_features(net.token_features(**net_input), torch.tensor([[1, 2, 3], [1, 0, 0]]))
+    mask = torch.tensor([[True, True, True], [True, False, False]])
+    head = net.classification_heads["ner"]
+    loss = head.loss(features, mask, torch.tensor([[1, 0, 2], [4, -1, -1]]))
+    loss.backward()
+    assert loss.item() > 0 and net.network.embed_tokens.weight.grad[5].abs().sum() > 0
+    assert [len(path) for path in head.decode(features.detach(), mask)] == [3, 1]
+    assert net.input_end_symbol == "<s>"

@@ -332,7 +332,8 @@ class ClozeTwoTowerModel(BaseFairseqModel):
                 classification_head_name: Optional[str] = None, **unused):
         """The features of ``ClozeTwoTower.forward``, or with
         ``classification_head_name`` the (B, C) logits of that head and an
-        empty dict (RoBERTa's ``(logits, extra)``)."""
+        empty dict (RoBERTa's ``(logits, extra)``; ``features_only`` is taken
+        for RoBERTa's call and changes nothing)."""
         if classification_head_name is not None:
             head = self.classification_heads[classification_head_name]
             features = self.token_features(src_tokens, paragraph_index=paragraph_index,
@@ -419,9 +420,9 @@ class ClozeTwoTowerModel(BaseFairseqModel):
             if saved is None or saved.size(0) == table.size(0):
                 continue
             if saved.size(0) + self.appended != table.size(0) or saved.shape[1:] != table.shape[1:]:
-                raise ValueError(f"the checkpoint's {local} has {saved.size(0):,} rows but this model's dictionary "
-                                 f"has {table.size(0):,} symbols ({self.appended} of them appended for fine-tuning): "
-                                 f"the checkpoint was trained on another corpus than the one given (--pretrain-data)")
+                raise ValueError(f"the checkpoint's {local} has {saved.size(0):,} rows, this model's {table.size(0):,} "
+                                 f"({self.appended} fine-tuning symbols appended to the dictionary): the checkpoint "
+                                 f"was trained on another corpus than the one given (--pretrain-data)")
             state_dict[key] = torch.cat([saved, table.detach()[saved.size(0):].to(saved)])
             logger.info(f"{local}: {table.size(0) - saved.size(0)} row(s) appended for the fine-tuning symbols, "
                         f"initialised as this model's")

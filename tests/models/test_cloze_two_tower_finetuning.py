@@ -96,9 +96,10 @@ def test_restoring_appends_the_fine_tuning_rows_and_refuses_another_corpus():
     again.load_state_dict(finetuned.state_dict())
     torch.testing.assert_close(again.classification_heads["glue"].out_proj.weight,
                                finetuned.classification_heads["glue"].out_proj.weight)
-    other = model(SEP_SYMBOL, *[f"x{i}" for i in range(3)])  # another corpus: 3 more words, then <sep>
-    with pytest.raises(ValueError, match="network.embed_tokens.weight has 40 rows but this model's dictionary has "
-                                         "44 symbols .* another corpus"):
+    other = model(*[f"x{i}" for i in range(3)], SEP_SYMBOL)  # another corpus: 3 more words, then <sep>
+    with pytest.raises(ValueError, match=r"network.embed_tokens.weight has 40 rows, this model's 44 \(1 fine-tuning "
+                                         r"symbols appended to the dictionary\): the checkpoint was trained on another "
+                                         r"corpus"):
         other.load_state_dict(pretrained.state_dict())
 
 

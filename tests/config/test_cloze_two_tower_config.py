@@ -70,7 +70,7 @@ def test_cloze_two_tower_base_yaml_pretrains_at_its_shapes(tmp_path):
 
 
 GLUE_OVERRIDES = ["task.data=/glue/RTE", "task.glue_task=RTE", "task.pretrain_data=/corpus",
-                  "checkpoint.restore_file=/ckpt.pt", "optimization.max_update=468", "lr_scheduler.warmup_updates=47"]
+                  "checkpoint.restore_file=/ckpt.pt", "optimization.max_update=468"]
 
 
 def test_cloze_two_tower_glue_yaml_carries_the_paper_settings():
@@ -82,19 +82,17 @@ def test_cloze_two_tower_glue_yaml_carries_the_paper_settings():
     with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
         cfg = compose(config_name="cloze_two_tower_glue", overrides=GLUE_OVERRIDES)
         missing = compose(config_name="cloze_two_tower_glue")
-    assert {key for key in ("optimization.max_update", "lr_scheduler.warmup_updates")
-            if OmegaConf.is_missing(OmegaConf.select(missing, key.split(".")[0]), key.split(".")[1])} == {
-        "optimization.max_update", "lr_scheduler.warmup_updates"}  # no silent default schedule
+    assert OmegaConf.is_missing(missing.optimization, "max_update")  # per task: no default schedule
     cfg = OmegaConf.merge(OmegaConf.structured(FairseqConfig), cfg)
     add_defaults(cfg)
     assert cfg.task._name == "cloze_sentence_prediction" and cfg.criterion._name == "sentence_prediction_metrics"
     assert cfg.dataset.batch_size == 16 and cfg.optimizer._name == "adam" and cfg.optimization.max_epoch == 3
     assert list(cfg.optimization.lr) == [5e-5]  # one of the paper's 1e-4, 5e-5, 3e-5
     schedule = cfg.lr_scheduler
-    assert schedule._name == "cosine" and schedule.warmup_init_lr == 1e-7 and schedule.min_lr == 1e-6
-    assert schedule.lr_period_updates == -1 and schedule.t_mult == 1  # one phase: max_update - warmup_updates
-    # RTE: 2,490 examples -> 156 batches of 16 an epoch, 468 updates in 3 epochs, 10% of them warm-up
-    assert (cfg.optimization.max_update, schedule.warmup_updates) == (3 * -(-2490 // 16), round(468 / 10))
+    assert schedule._name == "cosine_warmup_fraction" and schedule.warmup_fraction == 0.1
+    assert schedule.warmup_init_lr == 1e-7 and schedule.min_lr == 1e-6 and schedule.warmup_updates == 0
+    # RTE: 2,490 examples -> 156 batches of 16 an epoch, 468 updates in 3 epochs (the scheduler warms up over 47)
+    assert cfg.optimization.max_update == 3 * -(-2490 // 16)
     assert (cfg.model.dropout, cfg.model.attention_dropout, cfg.model.activation_dropout) == (0.0, 0.0, 0.0)
     assert cfg.model.classifier_dropout == 0.1 and cfg.model._name == "cloze_two_tower_large"
     from segatron_fairseq.models.cloze_two_tower import PRESETS
@@ -132,3 +130,4 @@ def test_cloze_two_tower_glue_yaml_fine_tunes_at_its_shapes(cloze_trained, tmp_p
     head = state["model"]["classification_heads.sentence_classification_head.out_proj.weight"]
     assert head.shape == (2, 3 * 32)  # the two <s> and the <sep> of a pair
     assert "| bsz 16 |" in out or "bsz=16" in out
+    assert "warm-up over 0 of 2 updates, then cosine to 1e-06" in out

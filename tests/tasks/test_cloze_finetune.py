@@ -39,7 +39,7 @@ def _glue_files(glue, rows):
                                    "".join(f"{k}\t{a}\t{b}\n" for k, (a, b, _) in enumerate(rows[:5])))
 
 
-def test_glue_pairs_fine_tune_from_cloze_lm_and_predict(cloze_trained, tmp_path):
+def test_glue_pairs_fine_tune_from_cloze_lm_and_predict(cloze_trained, segabert_corpus, tmp_path):
     rng = random.Random(4)
     rows = [(" ".join(rng.choices(WORDS, k=5)), " ".join(rng.choices(WORDS, k=4)),
              rng.choice(["entailment", "not_entailment"])) for _ in range(24)]
@@ -65,6 +65,11 @@ def test_glue_pairs_fine_tune_from_cloze_lm_and_predict(cloze_trained, tmp_path)
     assert refused.strip().splitlines()[-1] == (
         f"segatron-predict: error: {pretrained}: a pre-trained checkpoint (task cloze_lm); segatron-predict glue "
         f"needs one fine-tuned with the task cloze_sentence_prediction") and "Traceback" not in refused
+    other_corpus = run_cli("segatron-predict", "glue", "--checkpoint", tmp_path / "ft" / "checkpoint_last.pt",
+                           "--pretrain-data", segabert_corpus, "--glue-task", "RTE", "--data", glue,
+                           "--out", tmp_path / "other", "--cpu", expect_ok=False)
+    assert "symbols (with <sep>) but" in other_corpus and "--pretrain-data is not the corpus this model was " \
+        "trained on" in other_corpus
     assert not (tmp_path / "other").exists()
 
 

@@ -201,7 +201,7 @@ def cli_main(argv=None) -> None:
     squad.add_argument("--max-answer-tokens", type=positive_int, default=30)
     squad.set_defaults(run=_squad)
     glue = formats.add_parser("glue", help="GLUE server files of a segabert_sentence_prediction or "
-                                                "cloze_sentence_prediction checkpoint")
+                                           "cloze_sentence_prediction checkpoint")
     _common(glue)
     glue.add_argument("--glue-task", required=True, help="the task's name (MNLI, SST-2, ...)")
     glue.add_argument("--data", required=True, help="the task's directory, with its test file(s)")

@@ -27,19 +27,32 @@ import torch
 from segatron_fairseq.cli.conversion_commands import new_parser, run
 from segatron_fairseq.cli.user_errors import check_output, finite_float, positive_int
 
+# the fine-tuned models segatron-predict serves, and the task that pre-trains each
+FINETUNED_MODELS = {"segabert": "segabert_mlm", "cloze_two_tower": "cloze_lm"}
+# each format: the tasks whose checkpoints it predicts with, by model
+FORMAT_TASKS = {"squad": {"segabert": "segabert_squad"},
+                "glue": {"segabert": "segabert_sentence_prediction", "cloze_two_tower": "cloze_sentence_prediction"},
+                "ner": {"segabert": "token_labelling", "cloze_two_tower": "token_labelling"}}
 
-def _load(args, task_name: str):
-    """The model, task and device of ``--checkpoint``, a segabert fine-tuned with ``task_name``."""
+
+def _load(args):
+    """The model, task and device of ``--checkpoint``, a model of
+    ``FINETUNED_MODELS`` fine-tuned with the task ``FORMAT_TASKS`` names for
+    ``args.format`` and its model."""
     from segatron_fairseq.hub import checkpoints
 
     state = checkpoints.read_checkpoint(args.checkpoint)
     trained_with = checkpoints.checkpoint_task_name(state)
-    if checkpoints.served_model_name(state) == "segabert" and trained_with != task_name:
-        kind = "pre-trained" if trained_with == "segabert_mlm" else "fine-tuned"
+    model = checkpoints.served_model_name(state)
+    tasks = FORMAT_TASKS[args.format]
+    if model in FINETUNED_MODELS and trained_with != tasks.get(model):
+        kind = "pre-trained" if trained_with == FINETUNED_MODELS[model] else "fine-tuned"
+        needed = tasks.get(model) or " or ".join(sorted(set(tasks.values())))
         raise ValueError(f"{args.checkpoint}: a {kind} checkpoint (task {trained_with}); segatron-predict "
-                         f"{args.format} needs one fine-tuned with the task {task_name}")
-    loaded = checkpoints.load_checkpoint(args.checkpoint, "segabert", os.path.abspath(args.pretrain_data),
-                                         overrides={"data": args.data}, corpus_option="--pretrain-data", state=state)
+                         f"{args.format} needs one fine-tuned with the task {needed}")
+    loaded = checkpoints.load_checkpoint(args.checkpoint, model if model in FINETUNED_MODELS else "segabert",
+                                         os.path.abspath(args.pretrain_data), overrides={"data": args.data},
+                                         corpus_option="--pretrain-data", state=state)
     device = "cuda" if torch.cuda.is_available() and not args.cpu else "cpu"
     return loaded.model.eval().to(device), loaded.task, device
 
@@ -73,7 +86,7 @@ def _squad(args) -> str:
         check_output(args.null_odds, option="--null-odds", inputs={**inputs, "--out": args.out},
                      overwrite=args.overwrite)
     args.data = os.path.dirname(os.path.abspath(args.input))
-    model, task, device = _load(args, "segabert_squad")
+    model, task, device = _load(args)
     questions = read_squad(args.input, require_answers=False)
     dataset = task.windows_dataset(args.input, questions)
     gathered = QuestionAnswers(with_no_answer=task.cfg.squad_v2)
@@ -113,7 +126,7 @@ def _glue(args) -> str:
     for _, test in files:
         check_output(os.path.join(args.out, test.submission), inputs=inputs, overwrite=args.overwrite)
     rows = [(path, test, read_test_tsv(path, test.text_columns)) for path, test in files]  # all read first
-    model, task, device = _load(args, "segabert_sentence_prediction")
+    model, task, device = _load(args)
     if task.cfg.glue_task != args.glue_task:
         raise ValueError(f"{args.checkpoint}: fine-tuned on --glue-task {task.cfg.glue_task}, not {args.glue_task}")
     os.makedirs(args.out, exist_ok=True)
@@ -144,7 +157,7 @@ def _ner(args) -> str:
     check_output(args.out, inputs={"--input": args.input, "--checkpoint": args.checkpoint}, overwrite=args.overwrite)
     conll = read_conll(args.input)
     args.data = os.path.dirname(os.path.abspath(args.input))
-    model, task, device = _load(args, "token_labelling")
+    model, task, device = _load(args)
     dataset = task.windows_dataset(conll, with_targets=False)
     sentences = conll.sentences
     predicted = {}
@@ -187,7 +200,8 @@ def cli_main(argv=None) -> None:
                        help="v2.0: answer '' when the no-answer score exceeds it (e.g. best_f1_thresh of dev)")
     squad.add_argument("--max-answer-tokens", type=positive_int, default=30)
     squad.set_defaults(run=_squad)
-    glue = formats.add_parser("glue", help="GLUE server files of a segabert_sentence_prediction checkpoint")
+    glue = formats.add_parser("glue", help="GLUE server files of a segabert_sentence_prediction or "
+                                           "cloze_sentence_prediction checkpoint")
     _common(glue)
     glue.add_argument("--glue-task", required=True, help="the task's name (MNLI, SST-2, ...)")
     glue.add_argument("--data", required=True, help="the task's directory, with its test file(s)")

@@ -28,7 +28,7 @@ from fairseq import checkpoint_utils, tasks
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf, overwrite_args_by_name
 from fairseq.models import ARCH_MODEL_NAME_REGISTRY
 
-from segatron_fairseq.segments import MASK_SYMBOL
+from segatron_fairseq.segments import MASK_SYMBOL, SEP_SYMBOL
 from segatron_preprocess.corpus_format import DICT_FILE
 
 DEFAULT_CHECKPOINT = "checkpoint_best.pt"  # fairseq-train's best checkpoint
@@ -142,8 +142,9 @@ def load_checkpoint(path: str, model: str, corpus: str, overrides: Optional[Dict
         task = tasks.setup_task(cfg.task)
     rows, dictionary = embedded_symbols(state["model"]), task.source_dictionary
     if rows is not None and rows != len(dictionary):
-        with_mask = f" (with {MASK_SYMBOL})" if MASK_SYMBOL in dictionary.indices else ""
-        raise ValueError(f"{os.path.join(corpus, DICT_FILE)} has {len(dictionary):,} symbols{with_mask} but {path} "
+        appended = [symbol for symbol in (MASK_SYMBOL, SEP_SYMBOL) if symbol in dictionary.indices]
+        with_appended = f" (with {', '.join(appended)})" if appended else ""
+        raise ValueError(f"{os.path.join(corpus, DICT_FILE)} has {len(dictionary):,} symbols{with_appended} but {path} "
                          f"embeds {rows:,}: {corpus_option} is not the corpus this model was trained on")
     models, cfg, task = checkpoint_utils.load_model_ensemble_and_task([path], arg_overrides=overrides, task=task,
                                                                       state=state)

@@ -31,7 +31,18 @@ example gives the same outputs alone or batched with longer ones.
 output, predicting token i at position i), ``forward`` (the forward tower's
 top states, predicting token i + 1) and ``backward`` (predicting token i - 1);
 ``log_probs`` scores features against targets.
+
+Fine-tuning (the paper's): every head reads the combination's output with
+nothing masked (``token_features``), whatever ``--combination-mask`` says
+(that option is the language model's own). ``ClozeClassificationHead``
+(GLUE): the outputs at the two boundary ``<s>`` (and at ``<sep>`` for pairs)
+concatenated, scaled by 16, dropout, a linear layer initialised to zero;
+``register_task_head`` takes the token-labelling heads. A pre-trained
+checkpoint loads into a model whose dictionary has the fine-tuning symbols
+appended (``<sep>``, ``<mask>``): their rows come from the model's own
+initialisation (``_upgrade_for_finetuning``).
 """
+import logging
 import math
 from dataclasses import dataclass, field, fields
 from typing import Dict, Optional
@@ -59,7 +70,9 @@ from segatron_fairseq.modules.cloze_combination import (
     backward_tower_mask,
     forward_tower_mask,
 )
-from segatron_fairseq.segments import TABLE_SIZES
+from segatron_fairseq.segments import MASK_SYMBOL, SEP_SYMBOL, TABLE_SIZES
+
+logger = logging.getLogger(__name__)
 
 TOKEN_POSITIONS = ("absolute", "sentence")
 INPUT_EMBEDDERS = ("token", "char-cnn")
@@ -71,6 +84,8 @@ SEGMENT_LEVELS_EMBEDDED = ("paragraph", "sentence")  # --segment-positions: the 
 # 2: the backward tower reads the indexes counted from the right (1, before it: the forward tower's, which tell
 # the query for token i whether token i ends a sentence)
 INDEX_LAYOUT_VERSION = 2
+FINETUNING_SYMBOLS = (SEP_SYMBOL, MASK_SYMBOL)  # what fine-tuning tasks may append to the pre-training dictionary
+LM_OUTPUT_SCALE = 16.0  # the paper's GLUE head: the language model's output x16 (a larger step for the head)
 
 # the paper's sizes (its Table 1; layers are per tower): base 6 blocks, large 12 (the BPE model's), d 1024,
 # FFN 4096, 16 heads; the query of the combination summed for base, concatenated for large
@@ -125,6 +140,8 @@ class ClozeTwoTowerConfig(FairseqDataclass):
                                                                           "divided by this"})
     adaptive_softmax_dropout: float = field(default=0.0, metadata={"help": "dropout in the adaptive softmax's bands"})
     max_target_positions: int = field(default=512, metadata={"help": "longest input"})
+    classifier_dropout: float = field(default=0.1, metadata={
+        "help": "fine-tuning: dropout before the classification head's projection (the paper's 0.1)"})
 
 
 class ClozeTwoTower(nn.Module):
@@ -275,6 +292,12 @@ class ClozeTwoTower(nn.Module):
             features["forward"], features["backward"] = fwd.transpose(0, 1), bwd.transpose(0, 1)
         return features
 
+    def unmasked_cloze(self, src_tokens: torch.Tensor, **indexes) -> torch.Tensor:
+        """(B, T, d) the combination's output with nothing masked (fine-tuning:
+        every state is seen, the token's own included)."""
+        fwd, bwd, padding = self.towers(src_tokens, **indexes)
+        return self.combination(fwd, bwd, padding, "none").transpose(0, 1)
+
     def log_probs(self, features: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         """(B, T, d) features, (B, T) targets -> (B, T) log-probability of each
         target (float32)."""
@@ -301,22 +324,70 @@ def adaptive_target_log_probs(softmax: AdaptiveSoftmax, features: torch.Tensor, 
     return result.view(shape)
 
 
+class ClozeClassificationHead(nn.Module):
+    """The paper's GLUE head: the features at ``boundaries`` positions (2: the
+    two ``<s>`` of one text; 3: with the ``<sep>`` of a pair) concatenated,
+    scaled by ``LM_OUTPUT_SCALE``, dropout, and one linear layer to the
+    classes whose weights and bias start at zero."""
+
+    def __init__(self, input_dim: int, boundaries: int, num_classes: int, dropout: float):
+        super().__init__()
+        self.boundaries = boundaries
+        self.dropout = nn.Dropout(dropout)
+        self.out_proj = nn.Linear(boundaries * input_dim, num_classes)
+        nn.init.zeros_(self.out_proj.weight)
+        nn.init.zeros_(self.out_proj.bias)
+
+    def forward(self, features: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        """(B, T, d) features, (B, K) boundary positions -> (B, C) logits."""
+        gathered = features.gather(1, positions.unsqueeze(-1).expand(-1, -1, features.size(-1)))
+        return self.out_proj(self.dropout(LM_OUTPUT_SCALE * gathered.flatten(1)))
+
+
+def appended_symbols(dictionary: Dictionary) -> int:
+    """How many of ``dictionary``'s last symbols are ``FINETUNING_SYMBOLS``
+    (appended to the pre-training dictionary by a fine-tuning task)."""
+    count = 0
+    while count < len(dictionary) - dictionary.nspecial and dictionary[len(dictionary) - 1 - count] in \
+            FINETUNING_SYMBOLS:
+        count += 1
+    return count
+
+
 @register_model("cloze_two_tower", dataclass=ClozeTwoTowerConfig)
 class ClozeTwoTowerModel(BaseFairseqModel):
     """The cloze two-tower model as a fairseq model (``ClozeTwoTower`` inside,
     as ``self.network``)."""
 
-    def __init__(self, cfg: ClozeTwoTowerConfig, network: ClozeTwoTower):
+    input_end_symbol = "<s>"  # what closes its inputs (pre-training blocks are <s> ... <s>; token_labelling reads it)
+
+    def __init__(self, cfg: ClozeTwoTowerConfig, network: ClozeTwoTower, separator: Optional[int] = None,
+                 appended: int = 0):
         super().__init__()
         self.cfg = cfg
         self.network = network
+        self.separator = separator  # the index of <sep> (pairs of texts), None without it
+        self.appended = appended  # the dictionary's fine-tuning symbols, after the pre-training ones
+        self.classification_heads = nn.ModuleDict()
 
     @classmethod
     def build_model(cls, cfg: ClozeTwoTowerConfig, task):
-        return cls(cfg, ClozeTwoTower(cfg, task.source_dictionary))
+        dictionary = task.source_dictionary
+        return cls(cfg, ClozeTwoTower(cfg, dictionary), dictionary.indices.get(SEP_SYMBOL),
+                   appended_symbols(dictionary))
 
     def forward(self, src_tokens, src_lengths=None, paragraph_index=None, sentence_index=None, token_index=None,
-                cloze: bool = True, bilm: bool = False, **unused):
+                cloze: bool = True, bilm: bool = False, features_only: bool = False,
+                classification_head_name: Optional[str] = None, **unused):
+        """The features of ``ClozeTwoTower.forward``, or with
+        ``classification_head_name`` the (B, C) logits of that head and an
+        empty dict (RoBERTa's ``(logits, extra)``; ``features_only`` is taken
+        for RoBERTa's call and changes nothing)."""
+        if classification_head_name is not None:
+            head = self.classification_heads[classification_head_name]
+            features = self.token_features(src_tokens, paragraph_index=paragraph_index,
+                                           sentence_index=sentence_index, token_index=token_index)
+            return head(features, self.boundary_positions(src_tokens, head.boundaries)), {}
         return self.network(src_tokens, paragraph_index=paragraph_index, sentence_index=sentence_index,
                             token_index=token_index, cloze=cloze, bilm=bilm)
 
@@ -331,6 +402,87 @@ class ClozeTwoTowerModel(BaseFairseqModel):
 
     def max_positions(self):
         return self.cfg.max_target_positions
+
+    @property
+    def token_feature_dim(self) -> int:
+        return self.cfg.decoder_embed_dim
+
+    def token_features(self, src_tokens, paragraph_index=None, sentence_index=None, token_index=None, **unused):
+        """(B, T, d) the combination's output with nothing masked: what every
+        fine-tuning head reads (``models/token_heads.py``, ``ClozeClassificationHead``)."""
+        return self.network.unmasked_cloze(src_tokens, paragraph_index=paragraph_index,
+                                           sentence_index=sentence_index, token_index=token_index)
+
+    def register_task_head(self, name: str, head: nn.Module) -> None:
+        """A token-labelling head, saved with the classification heads."""
+        self.classification_heads[name] = head
+
+    def register_classification_head(self, name: str, num_classes: int, boundaries: int = 2, **unused) -> None:
+        """The paper's GLUE head ``name``: ``boundaries`` 2 for one text
+        (``<s> a <s>``), 3 for pairs (``<s> a <sep> b <s>``)."""
+        if boundaries == 3 and self.separator is None:
+            raise ValueError(f"a head over pairs needs {SEP_SYMBOL} in the dictionary "
+                             f"(--task cloze_sentence_prediction appends it)")
+        self.classification_heads[name] = ClozeClassificationHead(self.cfg.decoder_embed_dim, boundaries, num_classes,
+                                                                  self.cfg.classifier_dropout)
+
+    def boundary_positions(self, src_tokens: torch.Tensor, boundaries: int) -> torch.Tensor:
+        """(B, K) positions of the first token, (for K = 3) the ``<sep>``, and
+        the last non-padding token of each right-padded example."""
+        last = src_tokens.ne(self.network.padding_idx).sum(1) - 1
+        first = torch.zeros_like(last)
+        if boundaries == 2:
+            return torch.stack([first, last], dim=1)
+        is_separator = src_tokens.eq(self.separator)
+        if not is_separator.sum(1).eq(1).all():
+            raise ValueError(f"an example of a pair head needs exactly one {SEP_SYMBOL}")
+        return torch.stack([first, is_separator.long().argmax(1), last], dim=1)
+
+    def upgrade_state_dict_named(self, state_dict, name):
+        super().upgrade_state_dict_named(state_dict, name)
+        self._upgrade_for_finetuning(state_dict, name)
+
+    def _vocabulary_tables(self) -> Dict[str, torch.Tensor]:
+        """This model's tensors with a row per dictionary symbol, by state-dict
+        key: the token table (not the char-CNN's, which has none) and the
+        adaptive softmax's last band."""
+        tables = {}
+        if isinstance(self.network.embed_tokens, nn.Embedding):
+            tables["network.embed_tokens.weight"] = self.network.embed_tokens.weight
+        if self.network.adaptive_softmax is not None:
+            tail = self.network.adaptive_softmax.tail
+            tables[f"network.adaptive_softmax.tail.{len(tail) - 1}.2.weight"] = tail[-1][2].weight
+        return tables
+
+    def _upgrade_for_finetuning(self, state_dict, name) -> None:
+        """A checkpoint with fewer symbols than this model's dictionary gets the
+        rows of the appended fine-tuning symbols (``<sep>``, ``<mask>``) from
+        this model's own initialisation, the checkpoint's rows unchanged; any
+        other difference in symbols is refused (another corpus). Heads: a
+        checkpoint's head is kept when this model has it at the same shape,
+        this model's own fill in for a head the checkpoint lacks, the rest are
+        left out."""
+        prefix = name + "." if name else ""
+        for local, table in self._vocabulary_tables().items():
+            key = prefix + local
+            saved = state_dict.get(key)
+            if saved is None or saved.size(0) == table.size(0):
+                continue
+            if saved.size(0) + self.appended != table.size(0) or saved.shape[1:] != table.shape[1:]:
+                raise ValueError(f"the checkpoint's {local} has {saved.size(0):,} rows, this model's {table.size(0):,} "
+                                 f"({self.appended} fine-tuning symbols appended to the dictionary): the checkpoint "
+                                 f"was trained on another corpus than the one given (--pretrain-data)")
+            state_dict[key] = torch.cat([saved, table.detach()[saved.size(0):].to(saved)])
+            logger.info(f"{local}: {table.size(0) - saved.size(0)} row(s) appended for the fine-tuning symbols, "
+                        f"initialised as this model's")
+        heads = prefix + "classification_heads."
+        ours = {heads + key: value for key, value in self.classification_heads.state_dict().items()}
+        for key in [key for key in state_dict if key.startswith(heads)]:
+            if key not in ours or state_dict[key].shape != ours[key].shape:
+                logger.warning(f"leaving out {key} of the checkpoint: this model has no such head of that shape")
+                del state_dict[key]
+        for key, value in ours.items():
+            state_dict.setdefault(key, value)
 
     @classmethod
     def from_pretrained(cls, model_name_or_path: str, checkpoint_file: str = DEFAULT_CHECKPOINT,
@@ -355,4 +507,5 @@ def _apply(cfg, preset: str) -> None:
 for _preset in PRESETS:
     register_architecture("cloze_two_tower", f"cloze_two_tower_{_preset}", _apply, _preset)
 
-__all__ = ["ClozeTwoTower", "ClozeTwoTowerConfig", "ClozeTwoTowerModel", "PRESETS"]
+__all__ = ["ClozeClassificationHead", "ClozeTwoTower", "ClozeTwoTowerConfig", "ClozeTwoTowerModel", "LM_OUTPUT_SCALE",
+           "PRESETS"]

@@ -1,4 +1,7 @@
-"""The symbol the masked-LM tasks append to a corpus's dictionary (and that
-``fill_mask`` and the BERT importers look for)."""
+"""The symbols the fine-tuning tasks append to a corpus's dictionary: the
+masked-LM tasks' ``<mask>`` (that ``fill_mask`` and the BERT importers look
+for) and the cloze model's pair separator ``<sep>`` (Baevski et al.'s "new
+separator token")."""
 
 MASK_SYMBOL = "<mask>"
+SEP_SYMBOL = "<sep>"

@@ -1,5 +1,6 @@
 from . import (  # noqa: F401  (register the tasks)
     cloze_lm,
+    cloze_sentence_prediction,
     cross_thought_answer_selection,
     cross_thought_mlm,
     cross_thought_pair_classification,

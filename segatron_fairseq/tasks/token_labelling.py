@@ -17,7 +17,10 @@ per word, and at validation seqeval's span F1 over the whole set.
 ``segatron-predict ner`` writes a checkpoint's labels in CoNLL format.
 
 Any model with ``token_features`` / ``token_feature_dim`` and
-``register_task_head`` (as ``SegaBERTModel``) can be fine-tuned here.
+``register_task_head`` (as ``SegaBERTModel`` and ``ClozeTwoTowerModel``) can
+be fine-tuned here. A model whose inputs end with another symbol than
+``</s>`` says so by its ``input_end_symbol`` (the cloze model: ``<s>``, as
+its pre-training blocks ``<s> ... <s>``); the windows end with it.
 """
 import logging
 import os
@@ -61,6 +64,7 @@ class TokenLabellingTask(FinetuningTask):
 
     def __init__(self, cfg: TokenLabellingConfig, dictionary):
         super().__init__(cfg, dictionary)
+        self.window_end = dictionary.eos()  # the model's input_end_symbol once the model is built
         self.labels = tuple(label.strip() for label in cfg.labels.split(","))
         if "" in self.labels or len(set(self.labels)) != len(self.labels):
             raise ValueError(f"--labels {cfg.labels}: needs distinct, non-empty labels separated by commas")
@@ -89,7 +93,7 @@ class TokenLabellingTask(FinetuningTask):
     def windows_dataset(self, conll: ConllFile, with_targets: bool = True) -> TokenWindowDataset:
         """The windows of every document of ``conll``; ``with_targets``: the
         label indexes of a labelled file (each label must be one of ``--labels``)."""
-        bos, eos, unk = self.dictionary.bos(), self.dictionary.eos(), self.dictionary.unk()
+        bos, eos, unk = self.dictionary.bos(), self.window_end, self.dictionary.unk()
         windows, number = [], 0
         for document in conll.documents:
             encoded = []
@@ -121,6 +125,7 @@ class TokenLabellingTask(FinetuningTask):
         for parameter in head.parameters():
             parameter.param_group = HEAD_GROUP
         model.register_task_head(self.cfg.classification_head_name, head)
+        self.window_end = self.dictionary.index(getattr(model, "input_end_symbol", self.dictionary.eos_word))
         return model
 
     def label_names(self, indexes: List[int]) -> List[str]:

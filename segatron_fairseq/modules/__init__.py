@@ -11,7 +11,7 @@ from .segment_distances import (
     segment_part_dims,
     sinusoid_table,
 )
-from .segment_relative_attention import SegmentRelativeMultiheadAttention, rel_shift
+from .segment_relative_attention import RelativeSegments, SegmentRelativeMultiheadAttention, rel_shift
 from .shared_layers import share_layers
 
 __all__ = [
@@ -21,6 +21,7 @@ __all__ = [
     "FactorizedTransformerEncoder",
     "ORIGINS",
     "SegmentDistances",
+    "RelativeSegments",
     "SegmentRelativeMultiheadAttention",
     "SegatronXLLayer",
     "add_index_embeddings",

@@ -1,0 +1,183 @@
+"""XLNet's permutation LM: targets, orders and masks against a construction by hand, the factorization
+order respected by the model's predictions, the reuse part's memory, the xlnet_plm stream."""
+import numpy as np
+import pytest
+import torch
+from fairseq.data import Dictionary
+
+from segatron_fairseq.data.permutation_lm import (
+    block_ranks,
+    permutation_mask,
+    permutation_sample,
+    sample_targets,
+)
+from segatron_fairseq.models.xlnet import XLNetConfig, XLNetModel
+
+
+def test_permutation_mask_by_hand():
+    """Targets 1, 3, 4 in the order 1, 4, 3 (ranks 0, 1, 4); non-targets 0, 2, 5 first (rank -1)."""
+    targets = np.array([False, True, False, True, True, False])
+    ranks = np.array([3, 0, 5, 4, 1, 2])
+    hidden_from = {0: [1, 3, 4], 1: [1, 3, 4], 2: [1, 3, 4], 3: [3], 4: [3, 4], 5: [1, 3, 4]}
+    expected = np.zeros((6, 6), dtype=bool)
+    for i, hidden in hidden_from.items():
+        expected[i, hidden] = True
+    assert np.array_equal(permutation_mask(targets, ranks), expected)
+    content, query = XLNetModel.attention_masks(torch.from_numpy(expected)[None], 1, 6, 0, torch.device("cpu"))
+    assert torch.equal(query[0], torch.from_numpy(expected))
+    assert torch.equal(content[0], torch.from_numpy(expected) & ~torch.eye(6, dtype=torch.bool))
+
+
+def test_block_ranks_permute_each_chunk_alike():
+    ranks = block_ranks(12, 4, np.random.default_rng(0))
+    chunks = ranks.reshape(3, 4)
+    assert sorted(ranks) == list(range(12))
+    assert np.array_equal(chunks - np.arange(3)[:, None] * 4, np.repeat(chunks[:1], 3, axis=0))
+    with pytest.raises(ValueError, match="must divide"):
+        block_ranks(10, 4, np.random.default_rng(0))
+
+
+def test_targets_are_spans_of_the_budget_at_word_starts():
+    rng = np.random.default_rng(3)
+    word_start = rng.random(256) < 0.7
+    for _ in range(20):
+        targets = sample_targets(256, 43, rng, word_start)
+        assert targets.sum() == 43
+    spans = np.flatnonzero(np.diff(np.concatenate([[0], targets.astype(int)])) == 1)
+    assert len(spans) < 43  # spans, not only single tokens
+    assert np.array_equal(sample_targets(256, 43, np.random.default_rng(7), word_start),
+                          sample_targets(256, 43, np.random.default_rng(7), word_start))
+
+
+def order_of(perm_mask, targets):
+    """The targets' order as perm_mask tells it: a target sees the targets before it."""
+    seen = {i: {j for j in targets if not perm_mask[i, j]} for i in targets}
+    return sorted(targets, key=lambda i: len(seen[i]))
+
+
+def test_permutation_sample_masks():
+    """XLNet's 512 = 256 reuse + 256, K = 6: 85 targets, 43 + 42; no query sees its own target; every
+    position sees the non-targets of its part; the targets' visibility is a strict order; the reuse part
+    sees nothing of the rest and the rest all of it; padding is hidden and never a target."""
+    padding = np.zeros(512, dtype=bool)
+    padding[-5:] = True
+    perm_mask, positions = permutation_sample(512, 256, 85, np.random.default_rng(1), padding=padding)
+    assert len(positions) == 85 and (positions < 256).sum() == 43
+    is_target = np.zeros(512, dtype=bool)
+    is_target[positions] = True
+    assert not is_target[padding].any()
+    assert perm_mask[positions, positions].all()  # the query stream cannot see itself
+    assert perm_mask[:256, 256:].all() and not perm_mask[256:, :256].any()
+    assert perm_mask[~padding][:, padding].all() and not perm_mask[np.ix_(padding, padding)].any()
+    for part in (slice(0, 256), slice(256, 507)):
+        block = perm_mask[part, part]
+        block_targets = is_target[part]
+        assert not block[:, ~block_targets].any()  # non-targets are seen by all
+        assert block[~block_targets][:, block_targets].all()  # and see no target
+        order = order_of(block, list(np.flatnonzero(block_targets)))
+        for k, i in enumerate(order):  # a target sees exactly the targets before it
+            assert set(np.flatnonzero(~block[i] & block_targets)) == set(order[:k])
+
+
+def tiny_model(positions="token", mem_len=8):
+    dictionary = Dictionary()
+    for i in range(40):
+        dictionary.add_symbol(f"w{i}")
+    cfg = XLNetConfig(encoder_layers=2, encoder_embed_dim=32, encoder_attention_heads=4, encoder_head_dim=8,
+                      encoder_ffn_embed_dim=48, dropout=0.0, attention_dropout=0.0, mem_len=mem_len,
+                      positions=positions, init_std=0.2)
+    torch.manual_seed(0)
+    return XLNetModel(cfg, dictionary).double().eval()
+
+
+@pytest.mark.parametrize("positions", ["token", "segatron"])
+def test_a_later_token_in_the_order_leaves_earlier_predictions_unchanged(positions):
+    """With memory: changing the token of target j changes the prediction of target i iff j comes earlier
+    in the factorization order; changing a non-target changes every prediction of its part."""
+    model = tiny_model(positions)
+    length, reuse = 16, 8
+    g = torch.Generator().manual_seed(4)
+    tokens = torch.randint(4, 44, (1, 2 * length), generator=g)
+    starts = torch.rand(1, 2 * length, generator=g) < 0.3
+    perm_mask, positions_ = permutation_sample(length, reuse, 6, np.random.default_rng(2))
+    perm_mask = torch.from_numpy(perm_mask)[None]
+    mapping = torch.zeros(1, 6, length, dtype=torch.float64)
+    mapping[0, torch.arange(6), torch.from_numpy(positions_)] = 1
+
+    def predictions(segment):
+        model.reset_memory()
+        with torch.no_grad():
+            model(tokens[:, :length], perm_mask, mapping, None, starts[:, :length], starts[:, :length],
+                  reuse_len=reuse)
+            return model(segment, perm_mask, mapping, None, starts[:, reuse:reuse + length],
+                         starts[:, reuse:reuse + length], reuse_len=reuse)[0][0]
+
+    segment = tokens[:, reuse:reuse + length]
+    before = predictions(segment)
+    kept = 0
+    for j in range(length):
+        changed = segment.clone()
+        changed[0, j] = 4 + (changed[0, j] - 3) % 40
+        moved = (predictions(changed) - before).abs().amax(-1) > 1e-9  # (P,)
+        expected = ~perm_mask[0, torch.from_numpy(positions_), j]  # target i may see position j
+        assert torch.equal(moved, expected), j
+        kept += int((~moved).sum())
+    assert kept == 36  # the reuse part's 3 targets: the rest (8 each) and 3 + 2 + 1 targets; the rest's: 3 + 2 + 1
+
+
+def test_the_memory_is_the_reuse_part_and_does_not_see_the_rest():
+    model = tiny_model(mem_len=12)
+    g = torch.Generator().manual_seed(5)
+    tokens = torch.randint(4, 44, (2, 16), generator=g)
+    perm_mask = torch.from_numpy(permutation_sample(16, 8, 3, np.random.default_rng(0))[0])[None].expand(2, -1, -1)
+    changed = tokens.clone()
+    changed[:, 8:] = 4 + (changed[:, 8:] - 3) % 40
+    memories = []
+    for segment in (tokens, changed):
+        model.reset_memory()
+        with torch.no_grad():
+            model(segment, perm_mask, reuse_len=8)
+        memories.append(model._memory[False])
+    assert memories[0].hidden[0].shape == (8, 2, 32)
+    for before, after in zip(memories[0].hidden, memories[1].hidden):
+        torch.testing.assert_close(before, after, rtol=0, atol=0)
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    from conftest import binarized_wikitext
+
+    from segatron_fairseq.data import SegmentIndexedDataset
+
+    data = binarized_wikitext(tmp_path_factory.mktemp("xlnet_plm"), 4, 3, seed=12)
+    return SegmentIndexedDataset(str(data / "bin" / "valid")), Dictionary.load(str(data / "bin" / "dict.txt"))
+
+
+def test_samples_overlap_by_the_reuse_part_and_are_reproducible(corpus):
+    from segatron_fairseq.data import PermutationLMDataset, SegmentStreamDataset
+
+    split, d = corpus
+
+    def dataset(seed=1, vary=True):
+        return PermutationLMDataset(split, d.eos(), d.pad(), 2, 16, 8, 3, seed, vary_by_epoch=vary)
+
+    samples = dataset()
+    stream = SegmentStreamDataset(split, d.eos(), d.pad(), 2, 8)
+    assert len(samples) == (stream.row_len - 16) // 8 + 1 >= 2
+    batches = [samples.collater([samples[k]]) for k in range(len(samples))]
+    for k, batch in enumerate(batches):
+        net_input = batch["net_input"]
+        pieces = [stream[k], stream[k + 1]]
+        assert torch.equal(net_input["src_tokens"], torch.cat([p["source"] for p in pieces], dim=1))
+        assert torch.equal(net_input["sentence_starts"], torch.cat([p["sentence_starts"] for p in pieces], dim=1))
+        positions = net_input["target_mapping"].argmax(-1)  # (B, 3)
+        assert torch.equal(net_input["target_mapping"].sum((1, 2)), torch.full((2,), 3.0))
+        assert torch.equal(batch["target"], net_input["src_tokens"].gather(1, positions))
+        assert net_input["perm_mask"].shape == (2, 16, 16) and net_input["reuse_len"] == 8
+    again = dataset()
+    assert torch.equal(again[1]["perm_mask"], samples[1]["perm_mask"])
+    assert not torch.equal(dataset(seed=2)[1]["perm_mask"], samples[1]["perm_mask"])
+    for vary in (True, False):
+        other_epoch = dataset(vary=vary)
+        other_epoch.set_epoch(2)
+        assert torch.equal(other_epoch[1]["perm_mask"], samples[1]["perm_mask"]) != vary

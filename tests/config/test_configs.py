@@ -268,16 +268,16 @@ def test_xlnet_base_config_carries_the_paper_settings():
 
 @pytest.mark.end_to_end
 def test_xlnet_base_config_trains_at_its_shapes(tmp_path):
-    """The shipped yaml as it is (8 rows of 512 tokens, reuse 256, memory 384, 85 targets), with Segatron
-    positions, only the model narrowed (2 layers, 2 heads, width 32; the 12 layers' activations of the
-    two streams at 512 x 896 keys take 20 GB) and one step per update: 2 updates on CPU, the second with
-    a memory."""
+    """The shipped yaml as it is (8 rows of 512 tokens, reuse 256, memory 384, 85 targets, token positions;
+    tests/models/test_xlnet.py takes steps with Segatron positions), only the model narrowed (2 layers, 2
+    heads, width 32: the 12 layers' activations of the two streams at 512 x 896 keys take 20 GB) and one
+    step per update: 2 updates on CPU, the second with a memory."""
     binarized_training_text(tmp_path, 40, 5)  # about 9k tokens: 8 rows of 1,100
     out = run_cli("fairseq-hydra-train", "--config-dir", CONFIG_DIR, "--config-name", "xlnet_base",
                   f"task.data={tmp_path / 'bin'}", f"checkpoint.save_dir={tmp_path / 'ckpt'}",
                   f"common.user_dir={PLUGIN_DIR}", f"hydra.run.dir={tmp_path / 'hydra'}", "common.cpu=true",
                   "common.fp16=false", "optimization.max_update=2", "optimization.update_freq=[1]",
-                  "dataset.disable_validation=true", "model.positions=segatron", "model.encoder_layers=2",
+                  "dataset.disable_validation=true", "model.encoder_layers=2",
                   "model.encoder_embed_dim=32", "model.encoder_attention_heads=2", "model.encoder_head_dim=16",
                   "model.encoder_ffn_embed_dim=64")
     assert "85 targets per sample" in out and "done training" in out
@@ -285,4 +285,4 @@ def test_xlnet_base_config_trains_at_its_shapes(tmp_path):
     assert state["optimizer_history"][-1]["num_updates"] == 2
     cfg = state["cfg"]
     assert cfg["task"]["tokens_per_sample"] == 512 and cfg["model"]["mem_len"] == 384
-    assert cfg["dataset"]["batch_size"] == 8 and cfg["model"]["positions"] == "segatron"
+    assert cfg["dataset"]["batch_size"] == 8 and cfg["model"]["positions"] == "token"

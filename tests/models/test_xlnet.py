@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import torch
 from fairseq.data import Dictionary
+from omegaconf import OmegaConf
 
 from segatron_fairseq.data.permutation_lm import (
     block_ranks,
@@ -149,14 +150,14 @@ def corpus(tmp_path_factory):
 
     from segatron_fairseq.data import SegmentIndexedDataset
 
-    data = binarized_wikitext(tmp_path_factory.mktemp("xlnet_plm"), 4, 3, seed=12)
-    return SegmentIndexedDataset(str(data / "bin" / "valid")), Dictionary.load(str(data / "bin" / "dict.txt"))
+    data = binarized_wikitext(tmp_path_factory.mktemp("xlnet_plm"), 4, 3, seed=12) / "bin"
+    return SegmentIndexedDataset(str(data / "valid")), Dictionary.load(str(data / "dict.txt")), data
 
 
 def test_samples_overlap_by_the_reuse_part_and_are_reproducible(corpus):
     from segatron_fairseq.data import PermutationLMDataset, SegmentStreamDataset
 
-    split, d = corpus
+    split, d, _ = corpus
 
     def dataset(seed=1, vary=True):
         return PermutationLMDataset(split, d.eos(), d.pad(), 2, 16, 8, 3, seed, vary_by_epoch=vary)
@@ -181,3 +182,31 @@ def test_samples_overlap_by_the_reuse_part_and_are_reproducible(corpus):
         other_epoch = dataset(vary=vary)
         other_epoch.set_epoch(2)
         assert torch.equal(other_epoch[1]["perm_mask"], samples[1]["perm_mask"]) != vary
+
+
+def test_task_and_criterion_take_steps_with_segatron_positions(corpus):
+    """xlnet_plm's batches through the criterion, twice (the second with memory): a finite loss per target,
+    and a gradient on every parameter (mask_emb, the segment term, the sentence / paragraph parts of W_R)."""
+    from segatron_fairseq.criterions.xlnet_plm import XLNetPLMCriterion
+    from segatron_fairseq.tasks.xlnet_plm import XLNetPLMConfig, XLNetPLMTask
+
+    *_, data = corpus
+    task = XLNetPLMTask.setup_task(XLNetPLMConfig(data=str(data), tokens_per_sample=16, reuse_len=8, batch_size=2,
+                                                  batch_size_valid=None, train_subset="train", seed=1))
+    task.load_dataset("valid")
+    dataset = task.dataset("valid")
+    cfg = XLNetConfig(encoder_layers=2, encoder_embed_dim=32, encoder_attention_heads=2, encoder_head_dim=16,
+                      encoder_ffn_embed_dim=48, mem_len=12, positions="segatron")
+    model = XLNetModel.build_model(cfg, task)
+    criterion = task.build_criterion(OmegaConf.create({"_name": "xlnet_plm"}))
+    assert isinstance(criterion, XLNetPLMCriterion) and task.num_predict == 3
+    for k in range(2):
+        loss, sample_size, log = criterion(model, dataset.collater([dataset[k]]))
+        loss.backward()
+        assert sample_size == 6 and torch.isfinite(loss)
+    assert model._memory[True].hidden[0].shape == (12, 2, 32)
+    assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in model.parameters())
+    assert list(model.part_dims) == ["token", "sentence", "paragraph"]
+    for layer in model.layers:
+        by_part = layer.attention.r_proj.weight.grad.split(list(model.part_dims.values()), dim=1)
+        assert all(grad.abs().sum() > 0 for grad in by_part)

@@ -137,7 +137,7 @@ class SegmentRelativeMultiheadAttention(nn.Module):
         # BD_token (B, H, T, K): (q_i + v) . W_R R for the K distances, rel-shifted into place;
         # in WINDOW_END mode R carries all three parts and differs per batch row
         r_rows = self._project(distances.position_table, 0)  # (K, H, dh), or (B, K, H, dh)
-        return ac + _keys_of(rel_shift(position_product(q_position, r_rows)), k.size(2))
+        return ac + _keys_of(rel_shift(position_product(q_position, r_rows)), distances, k.size(2))
 
     def _add_run_grid_terms(self, ac: Tensor, q_position: Tensor, distances: SegmentDistances) -> Tensor:
         """AC + BD_token + BD_grid (B, H, T, K) of Eq. 3."""
@@ -158,7 +158,7 @@ class SegmentRelativeMultiheadAttention(nn.Module):
         by_run = by_cell.gather(-1, cells[:, None].expand(batch, heads, *cells.shape[1:]))  # (B, H, T, S)
         # BD_grid (B, H, T, K) = by_run @ key_runs, added to AC in the same kernel
         scores = torch.baddbmm(ac.flatten(1, 2), by_run.flatten(1, 2), distances.key_runs)
-        return scores.view(batch, heads, seq_len, keys) + _keys_of(rel_shift(by_token), keys)  # + BD_token
+        return scores.view(batch, heads, seq_len, keys) + _keys_of(rel_shift(by_token), distances, keys)  # + BD_token
 
     def project_keys(self, window: Tensor) -> Tuple[Tensor, Tensor]:
         """Keys and values (B, H, K, dh) of a window (K, B, d) of layer inputs."""
@@ -255,7 +255,7 @@ class SegmentRelativeMultiheadAttention(nn.Module):
         return content_out, query_out, (content_weights, query_weights)
 
 
-def _keys_of(shifted: Tensor, keys: int) -> Tensor:
+def _keys_of(shifted: Tensor, distances: SegmentDistances, keys: int) -> Tensor:
     """The K key columns of rel-shifted scores: all of them, or with bidirectional distances (K+T-1
     columns) the first K."""
-    return shifted if shifted.size(-1) == keys else shifted[..., :keys]
+    return shifted[..., :keys] if distances.bidirectional else shifted

@@ -128,7 +128,8 @@ class PermutationLMDataset(SegmentStreamDataset):
             raise ValueError(f"reuse_len {reuse_len} must be in 1..seq_len ({seq_len})")
         if self.row_len < seq_len:
             raise ValueError(f"the split's rows are {self.row_len} tokens long, shorter than one sample of "
-                             f"{seq_len}: use fewer rows (--batch-size) or shorter samples (--tokens-per-sample)")
+                             f"{seq_len}: use fewer rows (--batch-size, --batch-size-valid) or shorter samples "
+                             f"(--tokens-per-sample)")
         self.seq_len, self.reuse_len, self.num_predict = seq_len, reuse_len, num_predict
         self.perm_size, self.word_starts = perm_size, word_starts
         self.seed, self.vary_by_epoch, self.epoch = seed, vary_by_epoch, 1

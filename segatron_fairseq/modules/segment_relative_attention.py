@@ -112,6 +112,11 @@ class SegmentRelativeMultiheadAttention(nn.Module):
     def scores(self, hidden: Tensor, memory: Optional[Tensor], distances: SegmentDistances,
                content_bias: Tensor, position_bias: Tensor):
         """Raw scores (B, H, T, K) before scaling and masking, and values (B, H, K, head_dim)."""
+        q, k, v = self._window_projections(hidden, memory)
+        return self.query_scores(q, k, distances, content_bias, position_bias), v
+
+    def _window_projections(self, hidden: Tensor, memory: Optional[Tensor]) -> Tuple[Tensor, Tensor, Tensor]:
+        """Queries (B, H, T, dh) of the segment (T, B, d); keys and values (B, H, K, dh) of [memory; segment]."""
         seq_len, batch, _ = hidden.shape
         window = hidden if memory is None else torch.cat([memory, hidden], dim=0)
         q, k, v = self.qkv(window).chunk(3, dim=-1)
@@ -119,7 +124,7 @@ class SegmentRelativeMultiheadAttention(nn.Module):
         q = q[-seq_len:].view(seq_len, batch, self.num_heads, self.head_dim).permute(1, 2, 0, 3)
         k = k.view(keys, batch, self.num_heads, self.head_dim).permute(1, 2, 0, 3)
         v = v.view(keys, batch, self.num_heads, self.head_dim).permute(1, 2, 0, 3)
-        return self.query_scores(q, k, distances, content_bias, position_bias), v
+        return q, k, v
 
     def query_scores(self, q: Tensor, k: Tensor, distances: SegmentDistances, content_bias: Tensor,
                      position_bias: Tensor, segments: Optional[RelativeSegments] = None) -> Tensor:
@@ -153,7 +158,7 @@ class SegmentRelativeMultiheadAttention(nn.Module):
         # rows runs on slow narrow kernels
         by_row = position_product(q_position, torch.cat([r_rows, r_grid], dim=0))  # (B, H, T, K + G)
         # split, not two slices: its backward is one concatenation, not two zero-filled full-size gradients
-        by_token, by_cell = by_row.split([r_rows.size(0), r_grid.size(0)], dim=-1)  # (B, H, T, K), (B, H, T, G)
+        by_token, by_cell = by_row.split([r_rows.size(0), r_grid.size(0)], dim=-1)  # (B, H, T, K or K+T-1), (., G)
         cells = distances.run_cells  # (B, T, S)
         by_run = by_cell.gather(-1, cells[:, None].expand(batch, heads, *cells.shape[1:]))  # (B, H, T, S)
         # BD_grid (B, H, T, K) = by_run @ key_runs, added to AC in the same kernel
@@ -236,20 +241,14 @@ class SegmentRelativeMultiheadAttention(nn.Module):
         hidden. ``distances`` should be bidirectional. Returns the outputs of h
         and g ((T, B, d) each, g's None without g) and, with ``need_weights``,
         the probabilities (B, H, T, K) of h and of g."""
-        seq_len, batch, _ = content.shape
-        window = content if memory is None else torch.cat([memory, content], dim=0)
-        q, k, v = self.qkv(window).chunk(3, dim=-1)
-        keys = window.size(0)
-        heads = (batch, self.num_heads, self.head_dim)
-        q = q[-seq_len:].view(seq_len, *heads).permute(1, 2, 0, 3)
-        k = k.view(keys, *heads).permute(1, 2, 0, 3)
-        v = v.view(keys, *heads).permute(1, 2, 0, 3)
+        q, k, v = self._window_projections(content, memory)
         scores = self.query_scores(q, k, distances, content_bias, position_bias, segments)
         content_out, content_weights = self._attend(scores, v, content_mask[:, None], need_weights)
         if query is None:
             return content_out, None, (content_weights, None)
+        seq_len, batch, _ = query.shape
         w_q = self.qkv.weight[:self.num_heads * self.head_dim]  # the streams share W_q
-        q_g = F.linear(query, w_q).view(seq_len, *heads).permute(1, 2, 0, 3)
+        q_g = F.linear(query, w_q).view(seq_len, batch, self.num_heads, self.head_dim).permute(1, 2, 0, 3)
         scores = self.query_scores(q_g, k, distances, content_bias, position_bias, segments)
         query_out, query_weights = self._attend(scores, v, query_mask[:, None], need_weights)
         return content_out, query_out, (content_weights, query_weights)

@@ -210,3 +210,18 @@ def test_task_and_criterion_take_steps_with_segatron_positions(corpus):
     for layer in model.layers:
         by_part = layer.attention.r_proj.weight.grad.split(list(model.part_dims.values()), dim=1)
         assert all(grad.abs().sum() > 0 for grad in by_part)
+
+
+@pytest.mark.parametrize("options,message", [
+    (dict(reuse_len=32), "--reuse-len 32: must not exceed --tokens-per-sample 16"),
+    (dict(partial_prediction_k=0), "--partial-prediction-k 0: must be at least 1"),
+    (dict(tokens_per_sample=400, reuse_len=200), "shorter than one sample of 400"),
+])
+def test_task_refuses_impossible_samples(corpus, options, message):
+    from segatron_fairseq.tasks.xlnet_plm import XLNetPLMConfig, XLNetPLMTask
+
+    *_, data = corpus
+    settings = dict(data=str(data), tokens_per_sample=16, reuse_len=8, batch_size=2, batch_size_valid=None,
+                    train_subset="train", seed=1)
+    with pytest.raises(ValueError, match=message):
+        XLNetPLMTask.setup_task(XLNetPLMConfig(**{**settings, **options})).load_dataset("valid")

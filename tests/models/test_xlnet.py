@@ -225,3 +225,58 @@ def test_task_refuses_impossible_samples(corpus, options, message):
                     train_subset="train", seed=1)
     with pytest.raises(ValueError, match=message):
         XLNetPLMTask.setup_task(XLNetPLMConfig(**{**settings, **options})).load_dataset("valid")
+
+
+def test_logits_equal_hugging_face_xlnet_with_the_same_weights():
+    """--positions token is XLNet: with its weights copied into transformers' XLNetLMHeadModel (4.35.2), the
+    same perm_mask, target_mapping and token_type_ids give the same logits, to 1e-5 (float32): the query
+    stream without and with memory (HF's mems = our cached layer inputs), and the content stream alone."""
+    from transformers import XLNetConfig as HFConfig
+    from transformers import XLNetLMHeadModel
+
+    length, predictions = 16, 6
+    ours = tiny_model(mem_len=8).float()
+    d, heads, head_dim = ours.cfg.encoder_embed_dim, ours.cfg.encoder_attention_heads, ours.cfg.encoder_head_dim
+    hf = XLNetLMHeadModel(HFConfig(vocab_size=len(ours.output_bias), d_model=d, n_layer=2, n_head=heads,
+                                   d_head=head_dim, d_inner=48, ff_activation="gelu", untie_r=True, attn_type="bi",
+                                   dropout=0.0, bi_data=False, clamp_len=-1)).eval()
+    transformer = hf.transformer
+    with torch.no_grad():
+        transformer.word_embedding.weight.copy_(ours.embed_tokens.weight)
+        transformer.mask_emb.copy_(ours.mask_emb)
+        hf.lm_loss.bias.copy_(ours.output_bias)
+        for i, (layer, theirs) in enumerate(zip(ours.layers, transformer.layer)):
+            attention, rel_attn = layer.attention, theirs.rel_attn
+            for weight, param in zip([*attention.qkv.weight.chunk(3), attention.r_proj.weight],
+                                     (rel_attn.q, rel_attn.k, rel_attn.v, rel_attn.r)):
+                param.copy_(weight.T.reshape(d, heads, head_dim))  # (d, H, dh): h . W
+            rel_attn.o.copy_(attention.out_proj.weight.reshape(d, heads, head_dim))
+            rel_attn.r_w_bias.copy_(ours.content_bias[i])
+            rel_attn.r_r_bias.copy_(ours.position_bias[i])
+            rel_attn.r_s_bias.copy_(ours.segment_bias[i])
+            rel_attn.seg_embed.copy_(ours.segment_embed[i])
+            rel_attn.layer_norm.load_state_dict(layer.attention_norm.state_dict())
+            theirs.ff.layer_1.load_state_dict(layer.ffn[0].state_dict())
+            theirs.ff.layer_2.load_state_dict(layer.ffn[3].state_dict())
+            theirs.ff.layer_norm.load_state_dict(layer.ffn_norm.state_dict())
+    g = torch.Generator().manual_seed(0)
+    tokens = torch.randint(4, 44, (2, 2 * length), generator=g)
+    segments = torch.zeros(2, length, dtype=torch.long)
+    segments[:, 11:] = 1
+    perm_mask = torch.zeros(2, length, length, dtype=torch.bool)
+    mapping = torch.zeros(2, predictions, length)
+    for b in range(2):
+        mask, positions = permutation_sample(length, 8, predictions, np.random.default_rng(b))
+        perm_mask[b] = torch.from_numpy(mask)
+        mapping[b, torch.arange(predictions), torch.from_numpy(positions)] = 1
+    with torch.no_grad():
+        for start in (0, 8):  # the second with our memory of the first's reuse part
+            mems = None if start == 0 else list(ours._memory[False].hidden)
+            segment = tokens[:, start:start + length]
+            logits, _ = ours(segment, perm_mask, mapping, segments, reuse_len=8)
+            expected = hf(segment, perm_mask=perm_mask.float(), target_mapping=mapping, token_type_ids=segments,
+                          mems=mems).logits
+            torch.testing.assert_close(logits, expected, rtol=0, atol=1e-5)
+        ours.reset_memory()
+        logits, _ = ours(tokens[:, :length], segment_ids=segments)
+        torch.testing.assert_close(logits, hf(tokens[:, :length], token_type_ids=segments).logits, rtol=0, atol=1e-5)

@@ -39,8 +39,7 @@ from fairseq.models import BaseFairseqModel, register_model
 from torch import Tensor, nn
 
 from segatron_fairseq.models.architecture_defaults import register_architecture, set_defaults
-from segatron_fairseq.modules import ORIGINS, RelativeSegments, SegmentDistances, segment_part_dims
-from segatron_fairseq.modules.xlnet_layer import XLNetLayer
+from segatron_fairseq.modules import ORIGINS, RelativeSegments, SegmentDistances, XLNetLayer, segment_part_dims
 from segatron_fairseq.segments import SEGMENT_LEVELS
 
 logger = logging.getLogger(__name__)

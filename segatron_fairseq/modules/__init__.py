@@ -13,6 +13,7 @@ from .segment_distances import (
 )
 from .segment_relative_attention import RelativeSegments, SegmentRelativeMultiheadAttention, rel_shift
 from .shared_layers import share_layers
+from .xlnet_layer import XLNetLayer
 
 __all__ = [
     "BiasedAdaptiveSoftmax",
@@ -24,6 +25,7 @@ __all__ = [
     "RelativeSegments",
     "SegmentRelativeMultiheadAttention",
     "SegatronXLLayer",
+    "XLNetLayer",
     "add_index_embeddings",
     "distance_sinusoids",
     "last_query_distances",

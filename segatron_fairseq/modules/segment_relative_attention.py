@@ -219,11 +219,11 @@ class SegmentRelativeMultiheadAttention(nn.Module):
         scores, v = self.scores(hidden, memory, distances, content_bias, position_bias)
         return self._attend(scores, v, mask[None, None], need_weights)
 
-    def _attend(self, scores: Tensor, v: Tensor, mask: Tensor,
-                need_weights: bool) -> Tuple[Tensor, Optional[Tensor]]:
-        """Softmax of the scaled, masked scores (mask broadcast to (B, H, T, K)), values, output projection:
-        (T, B, d) and the probabilities (B, H, T, K) or None."""
-        scores = (scores * self.scale).float().masked_fill(mask, float("-inf"))
+    def _attend(self, scores: Tensor, v: Tensor, mask: Tensor, need_weights: bool,
+                hidden_score: float = float("-inf")) -> Tuple[Tensor, Optional[Tensor]]:
+        """Softmax of the scaled scores, ``hidden_score`` where ``mask`` (broadcast to (B, H, T, K)) is
+        True, values, output projection: (T, B, d) and the probabilities (B, H, T, K) or None."""
+        scores = (scores * self.scale).float().masked_fill(mask, hidden_score)
         weights = torch.softmax(scores, dim=-1)
         probs = self.attention_dropout(weights.type_as(v))
         attended = torch.matmul(probs, v)  # (B, H, T, dh)
@@ -238,19 +238,22 @@ class SegmentRelativeMultiheadAttention(nn.Module):
         """XLNet's two-stream attention: the content stream h (T, B, d) and the
         query stream g (T, B, d, or None: content only) both attend to the keys
         and values of [memory; h]; masks (B, T, K), True where the key is
-        hidden. ``distances`` should be bidirectional. Returns the outputs of h
-        and g ((T, B, d) each, g's None without g) and, with ``need_weights``,
-        the probabilities (B, H, T, K) of h and of g."""
+        hidden. ``distances`` should be bidirectional. A hidden key scores
+        float32's lowest value, as XLNet's -1e30 (a query that sees no key
+        attends to all alike, not NaN). Returns the outputs of h and g ((T, B,
+        d) each, g's None without g) and, with ``need_weights``, the
+        probabilities (B, H, T, K) of h and of g."""
         q, k, v = self._window_projections(content, memory)
         scores = self.query_scores(q, k, distances, content_bias, position_bias, segments)
-        content_out, content_weights = self._attend(scores, v, content_mask[:, None], need_weights)
+        lowest = torch.finfo(torch.float32).min
+        content_out, content_weights = self._attend(scores, v, content_mask[:, None], need_weights, lowest)
         if query is None:
             return content_out, None, (content_weights, None)
         seq_len, batch, _ = query.shape
         w_q = self.qkv.weight[:self.num_heads * self.head_dim]  # the streams share W_q
         q_g = F.linear(query, w_q).view(seq_len, batch, self.num_heads, self.head_dim).permute(1, 2, 0, 3)
         scores = self.query_scores(q_g, k, distances, content_bias, position_bias, segments)
-        query_out, query_weights = self._attend(scores, v, query_mask[:, None], need_weights)
+        query_out, query_weights = self._attend(scores, v, query_mask[:, None], need_weights, lowest)
         return content_out, query_out, (content_weights, query_weights)
 
 

@@ -230,7 +230,8 @@ def test_task_refuses_impossible_samples(corpus, options, message):
 def test_logits_equal_hugging_face_xlnet_with_the_same_weights():
     """--positions token is XLNet: with its weights copied into transformers' XLNetLMHeadModel (4.35.2), the
     same perm_mask, target_mapping and token_type_ids give the same logits, to 1e-5 (float32): the query
-    stream without and with memory (HF's mems = our cached layer inputs), and the content stream alone."""
+    stream without and with memory (HF's mems = our cached layer inputs), the content stream alone, and a
+    perm_mask that hides everything (queries that see no key attend to all alike, as XLNet's -1e30)."""
     from transformers import XLNetConfig as HFConfig
     from transformers import XLNetLMHeadModel
 
@@ -280,3 +281,10 @@ def test_logits_equal_hugging_face_xlnet_with_the_same_weights():
         ours.reset_memory()
         logits, _ = ours(tokens[:, :length], segment_ids=segments)
         torch.testing.assert_close(logits, hf(tokens[:, :length], token_type_ids=segments).logits, rtol=0, atol=1e-5)
+        ours.reset_memory()
+        everything = torch.ones_like(perm_mask)
+        logits, _ = ours(tokens[:, :length], everything, mapping, segments)
+        expected = hf(tokens[:, :length], perm_mask=everything.float(), target_mapping=mapping,
+                      token_type_ids=segments).logits
+        assert torch.isfinite(logits).all()
+        torch.testing.assert_close(logits, expected, rtol=0, atol=1e-5)

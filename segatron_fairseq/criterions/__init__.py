@@ -10,4 +10,5 @@ from . import (  # noqa: F401  (register the criterions)
     span_boundary_mlm,
     span_prediction,
     token_labelling,
+    xlnet_plm,
 )

@@ -11,8 +11,9 @@ from .segment_distances import (
     segment_part_dims,
     sinusoid_table,
 )
-from .segment_relative_attention import SegmentRelativeMultiheadAttention, rel_shift
+from .segment_relative_attention import RelativeSegments, SegmentRelativeMultiheadAttention, rel_shift
 from .shared_layers import share_layers
+from .xlnet_layer import XLNetLayer
 
 __all__ = [
     "BiasedAdaptiveSoftmax",
@@ -21,8 +22,10 @@ __all__ = [
     "FactorizedTransformerEncoder",
     "ORIGINS",
     "SegmentDistances",
+    "RelativeSegments",
     "SegmentRelativeMultiheadAttention",
     "SegatronXLLayer",
+    "XLNetLayer",
     "add_index_embeddings",
     "distance_sinusoids",
     "last_query_distances",

@@ -30,6 +30,14 @@ token (c_{K-1} - c_r) and then rel-shifted like the token part, so the pair
 the others it involves the counters of tokens after the query, i.e. it tells
 the query where the coming sentences and paragraphs start. Since it depends on
 j - i only, the whole R becomes one rel-shifted table per batch row.
+
+``bidirectional=True`` (XLNet: every query sees the memory and the whole
+segment) adds the distances of keys after the query, i - j < 0: the token
+table covers K-1..-(T-1) (K+T-1 rows; the rel-shift then keeps the first K
+columns), the run grid's tables cover the negative sentence / paragraph
+distances too, and ``window_end`` counts a backward offset e = j - i > 0 from
+the window's first key (c_0 - c_e), a forward one from its last as above (our
+extension: the authors' code is causal).
 """
 import math
 from typing import Dict, Optional
@@ -73,10 +81,11 @@ def sinusoid_table(distances: Tensor, dim: int) -> Tensor:
     return torch.cat([angles.sin(), angles.cos()], dim=-1)
 
 
-def token_distances(num_keys: int, clamp_len: int, device: torch.device) -> Tensor:
-    """(K,) the last query's token distance to each key, K-1..0, clamped to ``clamp_len`` when > 0."""
-    distances = torch.arange(num_keys - 1, -1, -1, device=device)
-    return distances.clamp(max=clamp_len) if clamp_len > 0 else distances
+def token_distances(num_keys: int, clamp_len: int, device: torch.device, num_after: int = 0) -> Tensor:
+    """(K + num_after,) token distances K-1..-num_after: the last query's to each key, then the
+    ``num_after`` keys after it (bidirectional attention); clamped to +-``clamp_len`` when > 0."""
+    distances = torch.arange(num_keys - 1, -num_after - 1, -1, device=device)
+    return distances.clamp(min=-clamp_len, max=clamp_len) if clamp_len > 0 else distances
 
 
 def last_query_distances(key_counters: Dict[str, Tensor], num_keys: int, clamp_len: int, batch: int,
@@ -105,15 +114,18 @@ class SegmentDistances:
       mode: TOKEN_ONLY, WINDOW_END or RUN_GRID (see above), fixed by the
         enabled parts and the origin
       position_table: rows of R for the rel-shift, row r for token distance
-        K-1-r (clamped to clamp_len): (K, d_token); in WINDOW_END mode the
-        whole R per batch row, (B, K, d), its segment parts for distances
-        c_{K-1} - c_r
+        K-1-r (clamped to clamp_len): (K, d_token), or (K+T-1, d_token) when
+        bidirectional; in WINDOW_END mode the whole R per batch row, (B, K, d)
+        or (B, K+T-1, d), its segment parts for distances c_{K-1} - c_r (and
+        c_0 - c_{r-K+1} for the rows r >= K of negative offsets)
       tables[part]: (D_part+1, d_part) sentence / paragraph sinusoids, row n for
-        distance n (RUN_GRID only; empty otherwise)
+        distance n (RUN_GRID only; empty otherwise); when bidirectional, rows
+        for the distances lo..hi that occur, row n for distance lo + n
       run_cells: (B, T, S) long, for each query and run of keys the flat
         position of their (sentence, paragraph) distances in the grid of all
         combinations (row-major over ``tables``); runs after the query, which
-        are masked, get distance 0 (RUN_GRID only)
+        are masked, get distance 0 unless bidirectional (RUN_GRID only)
+      bidirectional: keys after the query are attended (XLNet)
       key_runs: (B, S, K) one-hot in the model's dtype, 1 where key j is in
         run g (a batch row with fewer than S runs has empty rows; RUN_GRID only)
     """
@@ -128,11 +140,16 @@ class SegmentDistances:
         query_counters: Optional[Dict[str, Tensor]] = None,
         key_counters: Optional[Dict[str, Tensor]] = None,
         origin: str = "query",
+        num_queries: int = 0,
+        bidirectional: bool = False,
     ):
+        """``num_queries`` (T) is needed only when ``bidirectional``."""
         if origin not in ORIGINS:
             raise ValueError(f"unknown segment distance origin {origin!r}; choose from {ORIGINS}")
         # sinusoids of distances in the hundreds need float32 angles even when the model runs in fp16
         self.dtype, self.angle_dtype, self.device = dtype, torch.promote_types(dtype, torch.float32), device
+        self.bidirectional = bidirectional
+        self.num_after = num_queries - 1 if bidirectional else 0
         self.position_table = self._token_table(num_keys, clamp_len, part_dims["token"])
         self.tables: Dict[str, Tensor] = {}
         self.run_cells: Optional[Tensor] = None
@@ -151,8 +168,8 @@ class SegmentDistances:
         return sinusoid_table(distances.to(self.angle_dtype), dim).to(self.dtype)
 
     def _token_table(self, num_keys: int, clamp_len: int, dim: int) -> Tensor:
-        """(K, d_token): row r for token distance K-1-r."""
-        return self._sinusoids(token_distances(num_keys, clamp_len, self.device), dim)
+        """(K + num_after, d_token): row r for token distance K-1-r."""
+        return self._sinusoids(token_distances(num_keys, clamp_len, self.device, self.num_after), dim)
 
     def _window_end_table(self, key_counters: Dict[str, Tensor], part_dims: Dict[str, int],
                           clamp_len: int) -> Tensor:
@@ -164,8 +181,10 @@ class SegmentDistances:
         for part, dim in part_dims.items():
             counter = key_counters[part]  # (B, K)
             distance = counter[:, -1:] - counter
+            if self.num_after:  # offsets -1..-(T-1): counted from the first key
+                distance = torch.cat([distance, counter[:, :1] - counter[:, 1:self.num_after + 1]], dim=1)
             if clamp_len > 0:
-                distance = distance.clamp(max=clamp_len)
+                distance = distance.clamp(min=-clamp_len, max=clamp_len)
             tables.append(self._sinusoids(distance.flatten(), dim).view(*distance.shape, -1))
         return torch.cat(tables, dim=-1)
 
@@ -176,19 +195,30 @@ class SegmentDistances:
         # a new run wherever any counter changes from one key to the next
         changed = torch.stack([key_counters[part].diff(dim=1) != 0 for part in parts]).any(dim=0)
         run = F.pad(changed.long().cumsum(dim=1), (1, 0))  # (B, K), non-decreasing from 0
-        # sizes in one host sync: the runs, and each part's largest distance (last query, first key)
-        last_run, *largest = torch.stack(
+        # sizes in one host sync: the runs, each part's largest distance (last query, first key) and,
+        # when bidirectional, its smallest (first query, last key)
+        smallest = [(query_counters[p][:, 0] - key_counters[p][:, -1]).min() for p in parts] if self.bidirectional \
+            else []
+        last_run, *extremes = torch.stack(
             [run[:, -1].max()] + [(query_counters[p][:, -1] - key_counters[p][:, 0]).max() for p in parts]
+            + smallest
         ).tolist()
+        lows = extremes[len(parts):] or [0] * len(parts)
         num_runs = last_run + 1
         self.key_runs = F.one_hot(run, num_runs).transpose(1, 2).to(self.dtype)
-        for part, part_largest in zip(parts, largest):
+        for part, part_largest, low in zip(parts, extremes, lows):
             counter = key_counters[part]
             # padding runs of rows with fewer runs take the row's last counter
             run_counter = counter[:, -1:].expand(-1, num_runs).scatter(1, run, counter)
-            distance = (query_counters[part][:, :, None] - run_counter[:, None, :]).clamp(min=0)
-            size = max(part_largest, 0) + 1
-            self.tables[part] = self._sinusoids(torch.arange(size, device=self.device), part_dims[part])
+            distance = query_counters[part][:, :, None] - run_counter[:, None, :]
+            if self.bidirectional:
+                low = min(low, 0)
+                distance = distance - low  # row of the table
+                size = max(part_largest, 0) - low + 1
+            else:
+                distance = distance.clamp(min=0)
+                size = max(part_largest, 0) + 1
+            self.tables[part] = self._sinusoids(torch.arange(low, low + size, device=self.device), part_dims[part])
             self.run_cells = distance if self.run_cells is None else self.run_cells * size + distance
 
     def map_tables(self, fn) -> None:

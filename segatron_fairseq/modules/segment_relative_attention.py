@@ -25,7 +25,16 @@ BD_token plus BD_grid. The distance mode (``SegmentDistances.mode``) says
 which terms there are: TOKEN_ONLY and WINDOW_END (the authors' distances,
 which depend on j - i only: one rel-shifted table per batch row carries all
 three parts) have AC + BD_token; RUN_GRID (Eq. 3) has AC + BD_token + BD_grid.
+
+XLNet (``two_stream``) uses the same scores with bidirectional distances
+(``SegmentDistances(bidirectional=True)``: the rel-shifted table has K+T-1
+rows and the first K columns are kept), a second query input (the query
+stream g, whose queries meet the content stream's keys and values), per-pair
+boolean masks (B, T, K) and XLNet's relative segment term EF (XLNet Sec. 2.5):
+
+    score(i, j) = AC + BD + (q_i + b_s) . s_ij,   s_ij = s+ (same segment) or s- (not)
 """
+from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
 
 import torch
@@ -68,6 +77,17 @@ def position_product(query: Tensor, rows: Tensor) -> Tensor:
     return torch.bmm(query.reshape(batch * heads, seq_len, head_dim), right).view(batch, heads, seq_len, -1)
 
 
+@dataclass
+class RelativeSegments:
+    """XLNet's relative segment encoding for one layer: ``different`` (B, T, K)
+    bool, True where query i and key j are in different segments; ``embed``
+    (2, H, dh): s+ (row 0) and s- (row 1); ``bias`` (H, dh): b_s."""
+
+    different: Tensor
+    embed: Tensor
+    bias: Tensor
+
+
 class SegmentRelativeMultiheadAttention(nn.Module):
     """Scores, softmax and values of Eq. 1 over a window (memory, then the
     segment); the residual connection and LayerNorm belong to the layer."""
@@ -92,6 +112,11 @@ class SegmentRelativeMultiheadAttention(nn.Module):
     def scores(self, hidden: Tensor, memory: Optional[Tensor], distances: SegmentDistances,
                content_bias: Tensor, position_bias: Tensor):
         """Raw scores (B, H, T, K) before scaling and masking, and values (B, H, K, head_dim)."""
+        q, k, v = self._window_projections(hidden, memory)
+        return self.query_scores(q, k, distances, content_bias, position_bias), v
+
+    def _window_projections(self, hidden: Tensor, memory: Optional[Tensor]) -> Tuple[Tensor, Tensor, Tensor]:
+        """Queries (B, H, T, dh) of the segment (T, B, d); keys and values (B, H, K, dh) of [memory; segment]."""
         seq_len, batch, _ = hidden.shape
         window = hidden if memory is None else torch.cat([memory, hidden], dim=0)
         q, k, v = self.qkv(window).chunk(3, dim=-1)
@@ -99,16 +124,25 @@ class SegmentRelativeMultiheadAttention(nn.Module):
         q = q[-seq_len:].view(seq_len, batch, self.num_heads, self.head_dim).permute(1, 2, 0, 3)
         k = k.view(keys, batch, self.num_heads, self.head_dim).permute(1, 2, 0, 3)
         v = v.view(keys, batch, self.num_heads, self.head_dim).permute(1, 2, 0, 3)
+        return q, k, v
 
+    def query_scores(self, q: Tensor, k: Tensor, distances: SegmentDistances, content_bias: Tensor,
+                     position_bias: Tensor, segments: Optional[RelativeSegments] = None) -> Tensor:
+        """Raw scores (B, H, T, K) of queries q (B, H, T, dh) against keys k
+        (B, H, K, dh), plus XLNet's segment term when ``segments`` is given."""
         q_content = q + content_bias[None, :, None, :]   # q_i + u
         q_position = q + position_bias[None, :, None, :]  # q_i + v
         ac = torch.matmul(q_content, k.transpose(-1, -2))  # AC (B, H, T, K): (q_i + u) . k_j
+        if segments is not None:
+            # EF (B, H, T, 2): (q_i + b_s) . s+ and . s-, picked per pair
+            ef = torch.matmul(q + segments.bias[None, :, None, :], segments.embed.permute(1, 2, 0)[None])
+            ac = ac + torch.where(segments.different[:, None], ef[..., 1:], ef[..., :1])
         if distances.mode == RUN_GRID:
-            return self._add_run_grid_terms(ac, q_position, distances), v
+            return self._add_run_grid_terms(ac, q_position, distances)
         # BD_token (B, H, T, K): (q_i + v) . W_R R for the K distances, rel-shifted into place;
         # in WINDOW_END mode R carries all three parts and differs per batch row
         r_rows = self._project(distances.position_table, 0)  # (K, H, dh), or (B, K, H, dh)
-        return ac + rel_shift(position_product(q_position, r_rows)), v
+        return ac + _keys_of(rel_shift(position_product(q_position, r_rows)), distances, k.size(2))
 
     def _add_run_grid_terms(self, ac: Tensor, q_position: Tensor, distances: SegmentDistances) -> Tensor:
         """AC + BD_token + BD_grid (B, H, T, K) of Eq. 3."""
@@ -124,12 +158,12 @@ class SegmentRelativeMultiheadAttention(nn.Module):
         # rows runs on slow narrow kernels
         by_row = position_product(q_position, torch.cat([r_rows, r_grid], dim=0))  # (B, H, T, K + G)
         # split, not two slices: its backward is one concatenation, not two zero-filled full-size gradients
-        by_token, by_cell = by_row.split([keys, r_grid.size(0)], dim=-1)  # (B, H, T, K), (B, H, T, G)
+        by_token, by_cell = by_row.split([r_rows.size(0), r_grid.size(0)], dim=-1)  # (B, H, T, K or K+T-1), (., G)
         cells = distances.run_cells  # (B, T, S)
         by_run = by_cell.gather(-1, cells[:, None].expand(batch, heads, *cells.shape[1:]))  # (B, H, T, S)
         # BD_grid (B, H, T, K) = by_run @ key_runs, added to AC in the same kernel
         scores = torch.baddbmm(ac.flatten(1, 2), by_run.flatten(1, 2), distances.key_runs)
-        return scores.view(batch, heads, seq_len, keys) + rel_shift(by_token)  # + BD_token
+        return scores.view(batch, heads, seq_len, keys) + _keys_of(rel_shift(by_token), distances, keys)  # + BD_token
 
     def project_keys(self, window: Tensor) -> Tuple[Tensor, Tensor]:
         """Keys and values (B, H, K, dh) of a window (K, B, d) of layer inputs."""
@@ -183,10 +217,47 @@ class SegmentRelativeMultiheadAttention(nn.Module):
         ``need_weights`` the attention probabilities (B, H, T, K), float32,
         before dropout (else None)."""
         scores, v = self.scores(hidden, memory, distances, content_bias, position_bias)
-        scores = (scores * self.scale).float().masked_fill(mask[None, None], float("-inf"))
+        return self._attend(scores, v, mask[None, None], need_weights)
+
+    def _attend(self, scores: Tensor, v: Tensor, mask: Tensor, need_weights: bool,
+                hidden_score: float = float("-inf")) -> Tuple[Tensor, Optional[Tensor]]:
+        """Softmax of the scaled scores, ``hidden_score`` where ``mask`` (broadcast to (B, H, T, K)) is
+        True, values, output projection: (T, B, d) and the probabilities (B, H, T, K) or None."""
+        scores = (scores * self.scale).float().masked_fill(mask, hidden_score)
         weights = torch.softmax(scores, dim=-1)
         probs = self.attention_dropout(weights.type_as(v))
         attended = torch.matmul(probs, v)  # (B, H, T, dh)
-        seq_len, batch = hidden.shape[:2]
+        batch, _, seq_len, _ = attended.shape
         attended = attended.permute(2, 0, 1, 3).reshape(seq_len, batch, self.num_heads * self.head_dim)
         return self.out_proj(attended), (weights.detach() if need_weights else None)
+
+    def two_stream(self, content: Tensor, query: Optional[Tensor], memory: Optional[Tensor],
+                   distances: SegmentDistances, content_bias: Tensor, position_bias: Tensor,
+                   segments: Optional[RelativeSegments], content_mask: Tensor, query_mask: Optional[Tensor],
+                   need_weights: bool = False):
+        """XLNet's two-stream attention: the content stream h (T, B, d) and the
+        query stream g (T, B, d, or None: content only) both attend to the keys
+        and values of [memory; h]; masks (B, T, K), True where the key is
+        hidden. ``distances`` should be bidirectional. A hidden key scores
+        float32's lowest value, as XLNet's -1e30 (a query that sees no key
+        attends to all alike, not NaN). Returns the outputs of h and g ((T, B,
+        d) each, g's None without g) and, with ``need_weights``, the
+        probabilities (B, H, T, K) of h and of g."""
+        q, k, v = self._window_projections(content, memory)
+        scores = self.query_scores(q, k, distances, content_bias, position_bias, segments)
+        lowest = torch.finfo(torch.float32).min
+        content_out, content_weights = self._attend(scores, v, content_mask[:, None], need_weights, lowest)
+        if query is None:
+            return content_out, None, (content_weights, None)
+        seq_len, batch, _ = query.shape
+        w_q = self.qkv.weight[:self.num_heads * self.head_dim]  # the streams share W_q
+        q_g = F.linear(query, w_q).view(seq_len, batch, self.num_heads, self.head_dim).permute(1, 2, 0, 3)
+        scores = self.query_scores(q_g, k, distances, content_bias, position_bias, segments)
+        query_out, query_weights = self._attend(scores, v, query_mask[:, None], need_weights, lowest)
+        return content_out, query_out, (content_weights, query_weights)
+
+
+def _keys_of(shifted: Tensor, distances: SegmentDistances, keys: int) -> Tensor:
+    """The K key columns of rel-shifted scores: all of them, or with bidirectional distances (K+T-1
+    columns) the first K."""
+    return shifted[..., :keys] if distances.bidirectional else shifted

@@ -11,4 +11,5 @@ from . import (  # noqa: F401  (register the tasks)
     segabert_squad,
     segatron_lm,
     token_labelling,
+    xlnet_plm,
 )

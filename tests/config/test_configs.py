@@ -240,3 +240,49 @@ def test_wt103_configs_train_at_their_shapes(name, preset, model, wt103_sized_co
         assert cfg["model"][key] == value, key
     bands = [state["model"][f"decoder.embed_tokens.embeddings.{k}.0.weight"].shape[0] for k in range(4)]
     assert bands == [20000, 20000, 160000, WT103_VOCAB - 200000]
+
+
+def test_xlnet_base_config_carries_the_paper_settings():
+    from fairseq.models import ARCH_CONFIG_REGISTRY
+
+    import segatron_fairseq  # noqa: F401  (registers the task, model and criterion)
+    from segatron_fairseq.models.xlnet import XLNET_PRESETS
+
+    with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
+        cfg = compose(config_name="xlnet_base", overrides=["task.data=/data"])
+    assert cfg.model._name == "xlnet_base" and cfg.task._name == "xlnet_plm" and cfg.criterion._name == "xlnet_plm"
+    for key, value in XLNET_PRESETS["base"].items():
+        assert cfg.model[key] == value, key
+    assert cfg.model.mem_len == 384 and cfg.model.dropout == 0.1 and not cfg.model.tie_position_biases
+    assert (cfg.task.tokens_per_sample, cfg.task.reuse_len, cfg.task.partial_prediction_k) == (512, 256, 6)
+    assert (cfg.task.max_gram, cfg.task.mask_alpha, cfg.task.mask_beta) == (5, 6, 1)
+    assert list(cfg.optimization.lr) == [0.0004] and cfg.optimization.max_update == 500000
+    assert cfg.lr_scheduler.warmup_updates == 40000 and cfg.optimizer.adam_eps == 1e-6
+    assert cfg.optimizer.weight_decay == 0.01
+    assert 64 * cfg.dataset.batch_size * cfg.optimization.update_freq[0] == 8192  # the comment's 64 GPUs
+    args = argparse.Namespace()
+    ARCH_CONFIG_REGISTRY["xlnet_large"](args)
+    assert (args.encoder_layers, args.encoder_embed_dim, args.encoder_attention_heads,
+            args.encoder_ffn_embed_dim) == (24, 1024, 16, 4096)
+
+
+@pytest.mark.end_to_end
+def test_xlnet_base_config_trains_at_its_shapes(tmp_path):
+    """The shipped yaml as it is (8 rows of 512 tokens, reuse 256, memory 384, 85 targets, token positions;
+    tests/models/test_xlnet.py takes steps with Segatron positions), only the model narrowed (2 layers, 2
+    heads, width 32: the 12 layers' activations of the two streams at 512 x 896 keys take 20 GB) and one
+    step per update: 2 updates on CPU, the second with a memory."""
+    binarized_training_text(tmp_path, 40, 5)  # about 9k tokens: 8 rows of 1,100
+    out = run_cli("fairseq-hydra-train", "--config-dir", CONFIG_DIR, "--config-name", "xlnet_base",
+                  f"task.data={tmp_path / 'bin'}", f"checkpoint.save_dir={tmp_path / 'ckpt'}",
+                  f"common.user_dir={PLUGIN_DIR}", f"hydra.run.dir={tmp_path / 'hydra'}", "common.cpu=true",
+                  "common.fp16=false", "optimization.max_update=2", "optimization.update_freq=[1]",
+                  "dataset.disable_validation=true", "model.encoder_layers=2",
+                  "model.encoder_embed_dim=32", "model.encoder_attention_heads=2", "model.encoder_head_dim=16",
+                  "model.encoder_ffn_embed_dim=64")
+    assert "85 targets per sample" in out and "done training" in out
+    state = torch.load(tmp_path / "ckpt" / "checkpoint_last.pt", map_location="cpu", weights_only=False)
+    assert state["optimizer_history"][-1]["num_updates"] == 2
+    cfg = state["cfg"]
+    assert cfg["task"]["tokens_per_sample"] == 512 and cfg["model"]["mem_len"] == 384
+    assert cfg["dataset"]["batch_size"] == 8 and cfg["model"]["positions"] == "token"

@@ -1,0 +1,280 @@
+"""XLNet (Yang et al., 2019) on Segatron-XL's relative attention.
+
+A permutation language model: ``perm_mask`` (B, T, T), True (or 1) where
+position i may NOT attend to position j (XLNet's and Hugging Face's meaning),
+encodes a sampled factorization order; ``target_mapping`` (B, P, T) one-hot
+picks the P predicted positions. Two streams run through the same layers
+(``modules/xlnet_layer.py``):
+
+- the content stream h starts from the token embeddings and sees what
+  ``perm_mask`` allows plus itself;
+- the query stream g starts from the learned vector ``mask_emb`` at every
+  position and sees what ``perm_mask`` allows (not its own token); its last
+  layer, at the predicted positions, gives the logits (tied embeddings, with
+  a bias).
+
+Both attend to the memory (each layer's cached content inputs, always
+visible) and the whole segment, with bidirectional relative distances:
+``--positions token`` the token distance i - j (XLNet), ``--positions
+segatron`` token, sentence and paragraph distances (Segatron Eq. 3, or with
+``--segment-distance-origin window_end`` the authors' variant), from the
+running counters of sentence / paragraph starts, which the memory caches with
+the states. XLNet's relative segment term adds (q_i + b_s) . s+ or s- (same
+segment or not; the memory counts as segment 0, as in XLNet).
+
+The memory caches the content stream's inputs at the first ``reuse_len``
+positions of each segment (XLNet's reuse part, which the data keeps from
+seeing the rest), with their counters; the next segment continues there.
+Without ``target_mapping`` only the content stream runs and the logits are
+those of every position (B, T, V).
+"""
+import logging
+from dataclasses import dataclass, field, fields
+from typing import Dict, List, Optional
+
+import torch
+import torch.nn.functional as F
+from fairseq.dataclass import ChoiceEnum, FairseqDataclass
+from fairseq.models import BaseFairseqModel, register_model
+from torch import Tensor, nn
+
+from segatron_fairseq.models.architecture_defaults import register_architecture, set_defaults
+from segatron_fairseq.modules import ORIGINS, RelativeSegments, SegmentDistances, XLNetLayer, segment_part_dims
+from segatron_fairseq.segments import SEGMENT_LEVELS
+
+logger = logging.getLogger(__name__)
+
+POSITIONS = ("token", "segatron")
+
+# XLNet's sizes (paper Sec. 3.1; base 12 x 768, large 24 x 1024) and a tiny one for tests
+XLNET_PRESETS = {
+    "base": dict(encoder_layers=12, encoder_embed_dim=768, encoder_attention_heads=12, encoder_head_dim=64,
+                 encoder_ffn_embed_dim=3072),
+    "large": dict(encoder_layers=24, encoder_embed_dim=1024, encoder_attention_heads=16, encoder_head_dim=64,
+                  encoder_ffn_embed_dim=4096),
+    "tiny": dict(encoder_layers=2, encoder_embed_dim=48, encoder_attention_heads=4, encoder_head_dim=12,
+                 encoder_ffn_embed_dim=96, mem_len=16),
+}
+
+
+@dataclass
+class XLNetConfig(FairseqDataclass):
+    # defaults: xlnet_base
+    encoder_layers: int = field(default=12, metadata={"help": "number of layers"})
+    encoder_embed_dim: int = field(default=768, metadata={"help": "model width d"})
+    encoder_attention_heads: int = field(default=12, metadata={"help": "attention heads"})
+    encoder_head_dim: int = field(default=64, metadata={"help": "width of one head"})
+    encoder_ffn_embed_dim: int = field(default=3072, metadata={"help": "feed-forward inner width"})
+    dropout: float = field(default=0.1, metadata={"help": "dropout"})
+    attention_dropout: float = field(default=0.1, metadata={"help": "dropout on attention probabilities"})
+    mem_len: int = field(default=384, metadata={"help": "memory kept, in tokens (0: none)"})
+    clamp_len: int = field(default=-1, metadata={"help": "clamp token distances to +-this (-1: no clamp)"})
+    positions: ChoiceEnum(POSITIONS) = field(
+        default="token", metadata={"help": "token: XLNet's token distances; segatron: token, sentence and "
+                                           "paragraph distances (Segatron Eq. 3), both of both signs"})
+    segment_distance_origin: ChoiceEnum(ORIGINS) = field(
+        default="query", metadata={"help": "with --positions segatron: query: s_i - s_j, p_i - p_j (Eq. 3); "
+                                           "window_end: the authors' Segatron-XL distances, counted from the "
+                                           "window's last key (and, for keys after the query, its first)"})
+    tie_position_biases: bool = field(
+        default=False, metadata={"help": "one set of r_w / r_r / r_s biases for all layers (default: one per "
+                                         "layer, XLNet's untie_r as in its pre-training)"})
+    init_std: float = field(default=0.02, metadata={"help": "std of the normal init of weights"})
+
+
+@dataclass
+class _Memory:
+    hidden: List[Tensor]  # per layer (M, B, d): the content stream's inputs
+    counters: Dict[str, Tensor]  # part -> (B, M)
+    last: Dict[str, Tensor]  # part -> (B,) counter of the last cached token
+
+
+@register_model("xlnet", dataclass=XLNetConfig)
+class XLNetModel(BaseFairseqModel):
+    """XLNet's permutation language model with relative positions of ``--positions``."""
+
+    def __init__(self, cfg: XLNetConfig, dictionary):
+        super().__init__()
+        self.cfg = cfg
+        d, layers, heads, head_dim = (cfg.encoder_embed_dim, cfg.encoder_layers, cfg.encoder_attention_heads,
+                                      cfg.encoder_head_dim)
+        segatron = cfg.positions == "segatron"
+        self.part_dims = segment_part_dims(d, segatron, segatron)
+        self.padding_idx = dictionary.pad()
+        self.embed_tokens = nn.Embedding(len(dictionary), d, padding_idx=dictionary.pad())
+        self.mask_emb = nn.Parameter(torch.zeros(1, 1, d))
+        self.dropout = nn.Dropout(cfg.dropout)
+        self.layers = nn.ModuleList(
+            XLNetLayer(d, heads, head_dim, cfg.encoder_ffn_embed_dim, self.part_dims, cfg.dropout,
+                       cfg.attention_dropout)
+            for _ in range(layers)
+        )
+        bias_sets = 1 if cfg.tie_position_biases else layers
+        self.content_bias = nn.Parameter(torch.zeros(bias_sets, heads, head_dim))   # XLNet's r_w_bias
+        self.position_bias = nn.Parameter(torch.zeros(bias_sets, heads, head_dim))  # r_r_bias
+        self.segment_bias = nn.Parameter(torch.zeros(bias_sets, heads, head_dim))   # r_s_bias
+        self.segment_embed = nn.Parameter(torch.zeros(layers, 2, heads, head_dim))  # seg_embed: s+, s-
+        self.output_bias = nn.Parameter(torch.zeros(len(dictionary)))  # the tied LM head's bias
+        self._memory: Dict[bool, _Memory] = {}
+        self._init_weights()
+
+    @classmethod
+    def build_model(cls, cfg: XLNetConfig, task):
+        return cls(cfg, task.target_dictionary)
+
+    def _init_weights(self):
+        std = self.cfg.init_std
+        for module in self.layers.modules():
+            if isinstance(module, nn.Linear):
+                nn.init.normal_(module.weight, std=std)
+                if module.bias is not None:
+                    nn.init.zeros_(module.bias)
+        for weight in (self.embed_tokens.weight, self.mask_emb, self.content_bias, self.position_bias,
+                       self.segment_bias, self.segment_embed):
+            nn.init.normal_(weight, std=std)
+
+    # ---- memory ---------------------------------------------------------------------------------
+
+    def reset_memory(self, training: Optional[bool] = None) -> None:
+        """Forget the memory of one mode (training or evaluation), or of both."""
+        if training is None:
+            self._memory.clear()
+        else:
+            self._memory.pop(training, None)
+
+    def _current_memory(self, batch: int) -> Optional[_Memory]:
+        memory = self._memory.get(self.training)
+        if memory is not None and memory.hidden[0].size(1) != batch:
+            logger.info("batch size changed: XLNet memory reset")
+            memory = None
+        return memory
+
+    def _update_memory(self, inputs: List[Tensor], counters: Dict[str, Tensor], memory: Optional[_Memory],
+                       reuse_len: int) -> None:
+        """Cache the first ``reuse_len`` positions' content inputs and counters after the memory's, the
+        last ``mem_len`` kept."""
+        mem_len = self.cfg.mem_len
+        if mem_len <= 0:
+            return
+        with torch.no_grad():
+            hidden = [(x[:reuse_len] if memory is None else torch.cat([memory.hidden[i], x[:reuse_len]]))
+                      [-mem_len:].detach() for i, x in enumerate(inputs)]
+            cached = {part: (c[:, :reuse_len] if memory is None
+                             else torch.cat([memory.counters[part], c[:, :reuse_len]], dim=1))[:, -mem_len:]
+                      for part, c in counters.items()}
+            last = {part: c[:, reuse_len - 1] for part, c in counters.items()}
+        self._memory[self.training] = _Memory(hidden, cached, last)
+
+    # ---- forward --------------------------------------------------------------------------------
+
+    def forward(self, src_tokens: Tensor, perm_mask: Optional[Tensor] = None,
+                target_mapping: Optional[Tensor] = None, segment_ids: Optional[Tensor] = None,
+                sentence_starts: Optional[Tensor] = None, paragraph_starts: Optional[Tensor] = None,
+                reuse_len: Optional[int] = None, features_only: bool = False, need_attn: bool = False, **kwargs):
+        """src_tokens (B, T); perm_mask (B, T, T) (None: everything visible);
+        target_mapping (B, P, T) one-hot (None: no query stream); segment_ids
+        (B, T) (None: one segment); sentence_starts / paragraph_starts (B, T)
+        bool (with ``--positions segatron``); reuse_len: positions cached as
+        memory (None: all). Returns ((B, P, V) logits of the query stream at
+        the targets, or without ``target_mapping`` (B, T, V) of the content
+        stream; features (B, ., d) with ``features_only``) and extra:
+        ``content`` (B, T, d) the content stream's output, and with
+        ``need_attn`` ``attn_layers``: each layer's (content, query)
+        probabilities (B, H, T, K)."""
+        batch, seq_len = src_tokens.shape
+        memory = self._current_memory(batch)
+        mem_len = 0 if memory is None else memory.hidden[0].size(0)
+        counters = self._counters(sentence_starts, paragraph_starts, memory, src_tokens)
+        content = self.dropout(self.embed_tokens(src_tokens).transpose(0, 1))
+        query = None
+        if target_mapping is not None:
+            query = self.dropout(self.mask_emb.to(content.dtype).expand(seq_len, batch, -1))
+        distances = SegmentDistances(
+            self.part_dims, mem_len + seq_len, self.cfg.clamp_len, content.dtype, content.device,
+            query_counters=counters,
+            key_counters={p: c if memory is None else torch.cat([memory.counters[p], c], dim=1)
+                          for p, c in counters.items()},
+            origin=self.cfg.segment_distance_origin, num_queries=seq_len, bidirectional=True,
+        )
+        distances.map_tables(self.dropout)
+        content_mask, query_mask = self.attention_masks(perm_mask, batch, seq_len, mem_len, src_tokens.device)
+        different = self._different_segments(segment_ids, batch, seq_len, mem_len, src_tokens.device)
+
+        inputs, weights = [], []
+        for i, layer in enumerate(self.layers):
+            inputs.append(content)
+            bias = 0 if self.cfg.tie_position_biases else i
+            segments = RelativeSegments(different, self.segment_embed[i], self.segment_bias[bias])
+            content, query, layer_weights = layer(
+                content, query, None if memory is None else memory.hidden[i], distances, self.content_bias[bias],
+                self.position_bias[bias], segments, content_mask, query_mask, need_attn)
+            weights.append(layer_weights)
+        self._update_memory(inputs, counters, memory, seq_len if reuse_len is None else reuse_len)
+
+        content = self.dropout(content).transpose(0, 1)  # (B, T, d)
+        x = content
+        if query is not None:
+            x = torch.bmm(target_mapping.to(content.dtype), self.dropout(query).transpose(0, 1))  # (B, P, d)
+        if not features_only:
+            x = self.output_layer(x)
+        extra = {"content": content}
+        if need_attn:
+            extra["attn_layers"] = weights
+        return x, extra
+
+    def output_layer(self, features: Tensor) -> Tensor:
+        """The tied LM head: features (..., d) -> logits (..., V)."""
+        return F.linear(features, self.embed_tokens.weight, self.output_bias)
+
+    def _counters(self, sentence_starts, paragraph_starts, memory: Optional[_Memory], src_tokens: Tensor):
+        """Running counters (B, T) per segment part of R, continuing the memory's."""
+        given = {"sentence": sentence_starts, "paragraph": paragraph_starts}
+        counters = {}
+        for part in SEGMENT_LEVELS:
+            if part not in self.part_dims:
+                continue
+            if given[part] is None:
+                raise ValueError(f"XLNet with --positions segatron needs {part}_starts in the input "
+                                 "(use --task xlnet_plm)")
+            counter = given[part].long().cumsum(dim=1)
+            counters[part] = counter if memory is None else counter + memory.last[part][:, None]
+        return counters
+
+    @staticmethod
+    def attention_masks(perm_mask: Optional[Tensor], batch: int, seq_len: int, mem_len: int,
+                        device: torch.device):
+        """(B, T, M + T) masks of the content and the query stream, True where
+        the key is hidden: the memory is visible; the segment's keys as
+        ``perm_mask`` says, except that the content stream always sees its own
+        position."""
+        if perm_mask is None:
+            perm_mask = torch.zeros(batch, seq_len, seq_len, dtype=torch.bool, device=device)
+        hidden = perm_mask.bool()
+        if mem_len:
+            hidden = torch.cat([hidden.new_zeros(batch, seq_len, mem_len), hidden], dim=2)
+        itself = torch.eye(seq_len, dtype=torch.bool, device=device)
+        content = hidden.clone()
+        content[:, :, mem_len:] &= ~itself
+        return content, hidden
+
+    @staticmethod
+    def _different_segments(segment_ids: Optional[Tensor], batch: int, seq_len: int, mem_len: int,
+                            device: torch.device) -> Tensor:
+        """(B, T, M + T) True where query i and key j are in different segments (the memory: segment 0)."""
+        if segment_ids is None:
+            segment_ids = torch.zeros(batch, seq_len, dtype=torch.long, device=device)
+        keys = torch.cat([segment_ids.new_zeros(batch, mem_len), segment_ids], dim=1)
+        return segment_ids[:, :, None] != keys[:, None, :]
+
+    def max_positions(self):
+        return None
+
+
+def _apply(cfg, preset: str) -> None:
+    """``preset``'s fields where the user gave none, every other field the config's default."""
+    set_defaults(cfg, **XLNET_PRESETS[preset])
+    set_defaults(cfg, **{f.name: getattr(XLNetConfig, f.name) for f in fields(XLNetConfig) if f.name != "_name"})
+
+
+for _preset in XLNET_PRESETS:
+    register_architecture("xlnet", f"xlnet_{_preset}", _apply, _preset)

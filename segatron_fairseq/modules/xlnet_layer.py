@@ -1,0 +1,40 @@
+"""One XLNet block: two-stream relative attention (the content stream h and
+the query stream g share every weight), then XLNet's feed-forward network
+(gelu), each followed by dropout, the residual and a LayerNorm (post-norm)."""
+from typing import Optional, Tuple
+
+from torch import Tensor, nn
+
+from .segment_distances import SegmentDistances
+from .segment_relative_attention import RelativeSegments, SegmentRelativeMultiheadAttention
+
+
+class XLNetLayer(nn.Module):
+    def __init__(self, embed_dim, num_heads, head_dim, ffn_dim, part_dims, dropout, attention_dropout):
+        super().__init__()
+        self.attention = SegmentRelativeMultiheadAttention(embed_dim, num_heads, head_dim, part_dims,
+                                                           attention_dropout)
+        self.attention_norm = nn.LayerNorm(embed_dim, eps=1e-12)
+        self.ffn = nn.Sequential(
+            nn.Linear(embed_dim, ffn_dim), nn.GELU(), nn.Dropout(dropout),
+            nn.Linear(ffn_dim, embed_dim), nn.Dropout(dropout),
+        )
+        self.ffn_norm = nn.LayerNorm(embed_dim, eps=1e-12)
+        self.dropout = nn.Dropout(dropout)
+
+    def _post(self, stream: Tensor, attended: Tensor) -> Tensor:
+        stream = self.attention_norm(stream + self.dropout(attended))
+        return self.ffn_norm(stream + self.ffn(stream))
+
+    def forward(self, content: Tensor, query: Optional[Tensor], memory: Optional[Tensor],
+                distances: SegmentDistances, content_bias: Tensor, position_bias: Tensor,
+                segments: Optional[RelativeSegments], content_mask: Tensor, query_mask: Optional[Tensor],
+                need_weights: bool = False) -> Tuple[Tensor, Optional[Tensor], tuple]:
+        """content, query (T, B, d) (query may be None); memory (M, B, d): this
+        layer's cached content inputs. Returns both streams' outputs and their
+        attention probabilities (see ``SegmentRelativeMultiheadAttention.two_stream``)."""
+        content_out, query_out, weights = self.attention.two_stream(
+            content, query, memory, distances, content_bias, position_bias, segments, content_mask, query_mask,
+            need_weights)
+        return (self._post(content, content_out), None if query is None else self._post(query, query_out),
+                weights)

@@ -37,6 +37,17 @@ def test_cloze_two_tower_base_yaml_carries_the_paper_settings():
     # one cosine phase from the end of the warm-up to the last update
     assert schedule.lr_period_updates + schedule.warmup_updates == cfg.optimization.max_update == 600000
     assert cfg.common.fp16 and cfg.dataset.max_tokens == 2480
+    # the large model as the yaml's comment writes it
+    large = ["model._name=cloze_two_tower_large", "+model.decoder_layers=12", "+model.combine_query=concat",
+             "optimization.max_update=1000000", "lr_scheduler.lr_period_updates=984000"]
+    assert all(line in open(f"{CONFIG_DIR}/cloze_two_tower_base.yaml").read() for line in (" ".join(large[:3]),))
+    with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
+        cfg = compose(config_name="cloze_two_tower_base", overrides=["task.data=/data", *large])
+    cfg = OmegaConf.merge(OmegaConf.structured(FairseqConfig), cfg)
+    add_defaults(cfg)
+    for key, value in PRESETS["large"].items():
+        assert cfg.model[key] == value, key
+    assert cfg.lr_scheduler.lr_period_updates + cfg.lr_scheduler.warmup_updates == cfg.optimization.max_update
 
 
 def _one_document(path, documents: int, seed: int) -> None:

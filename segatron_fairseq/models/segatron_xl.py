@@ -35,6 +35,7 @@ from segatron_fairseq.modules import (
     SegmentDistances,
     segment_part_dims,
 )
+from segatron_fairseq.modules.segment_memory import CachedWindow, SegmentMemory
 from segatron_fairseq.segments import SEGMENT_LEVELS
 
 logger = logging.getLogger(__name__)
@@ -96,13 +97,6 @@ class SegatronXLConfig(FairseqDataclass):
     max_target_positions: int = field(default=1 << 20, metadata={"help": "longest evaluation stream"})
 
 
-@dataclass
-class _Memory:
-    hidden: List[Tensor]  # per layer (M, B, d)
-    counters: Dict[str, Tensor]  # part -> (B, M) counters of the cached tokens
-    last: Dict[str, Tensor]  # part -> (B,) counter of the last token seen
-
-
 class SegatronXLDecoder(SegatronXLDecoding, FairseqIncrementalDecoder):
     def __init__(self, cfg: SegatronXLConfig, dictionary, embed_tokens: nn.Module):
         super().__init__(dictionary)
@@ -130,7 +124,7 @@ class SegatronXLDecoder(SegatronXLDecoding, FairseqIncrementalDecoder):
                 adaptive_inputs=embed_tokens if cfg.tie_adaptive_weights else None,
                 tie_proj=cfg.tie_adaptive_proj,
             )
-        self._memory: Dict[bool, _Memory] = {}
+        self._memory = SegmentMemory("Segatron-XL")
         self._compiled_layers: Optional[List[nn.Module]] = None  # built on the first GPU forward
         self.generation: Optional[GenerationSetup] = None  # set for fairseq's SequenceGenerator
         self._init_weights()
@@ -149,43 +143,7 @@ class SegatronXLDecoder(SegatronXLDecoding, FairseqIncrementalDecoder):
 
     def reset_memory(self, training: Optional[bool] = None) -> None:
         """Forget the memory of one mode (training or evaluation), or of both."""
-        if training is None:
-            self._memory.clear()
-        else:
-            self._memory.pop(training, None)
-
-    def _current_memory(self, batch: int) -> Optional[_Memory]:
-        memory = self._memory.get(self.training)
-        if memory is not None and memory.hidden[0].size(1) != batch:
-            logger.info("batch size changed: Segatron-XL memory reset")
-            memory = None
-        return memory
-
-    def _counters(self, starts: Dict[str, Tensor], memory: Optional[_Memory]):
-        """Running counters (B, T) of the segment, continuing the memory's."""
-        counters = {}
-        for part, flags in starts.items():
-            counter = flags.long().cumsum(dim=1)
-            if memory is not None:
-                counter = counter + memory.last[part][:, None]
-            counters[part] = counter
-        return counters
-
-    def _update_memory(self, inputs: List[Tensor], counters: Dict[str, Tensor], memory: Optional[_Memory]):
-        mem_len = self.cfg.mem_len
-        if mem_len <= 0:
-            return
-        with torch.no_grad():
-            hidden = [
-                (x if memory is None else torch.cat([memory.hidden[i], x], dim=0))[-mem_len:].detach()
-                for i, x in enumerate(inputs)
-            ]
-            cached = {
-                part: (c if memory is None else torch.cat([memory.counters[part], c], dim=1))[:, -mem_len:]
-                for part, c in counters.items()
-            }
-            last = {part: c[:, -1] for part, c in counters.items()}
-        self._memory[self.training] = _Memory(hidden, cached, last)
+        self._memory.reset(training)
 
     # ---- forward --------------------------------------------------------------------------------
 
@@ -218,13 +176,13 @@ class SegatronXLDecoder(SegatronXLDecoding, FairseqIncrementalDecoder):
                                need_attn: bool = False):
         """(B, T, d) features and, with ``need_attn``, each layer's attention
         probabilities (B, H, T, K) (else None)."""
-        memory = self._current_memory(src_tokens.size(0))
+        memory = self._memory.current(self.training, src_tokens.size(0))
         x, inputs, counters, weights = self._run_layers(src_tokens, sentence_starts, paragraph_starts, memory,
                                                         need_attn)
-        self._update_memory(inputs, counters, memory)
+        self._memory.update(self.training, inputs, counters, memory, self.cfg.mem_len)
         return self.dropout(x).transpose(0, 1), (weights if need_attn else None)
 
-    def _run_layers(self, src_tokens, sentence_starts, paragraph_starts, memory: Optional[_Memory],
+    def _run_layers(self, src_tokens, sentence_starts, paragraph_starts, memory: Optional[CachedWindow],
                     need_attn: bool):
         """The layer stack over one segment after ``memory``: the output (T, B, d)
         (final norm applied, before dropout), each layer's input (T, B, d), the
@@ -240,7 +198,7 @@ class SegatronXLDecoder(SegatronXLDecoding, FairseqIncrementalDecoder):
                     raise ValueError(f"Segatron-XL with a {part} part needs {part}_starts in the input "
                                      "(use --task segatron_lm)")
                 starts[part] = flags
-        counters = self._counters(starts, memory)
+        counters = SegmentMemory.counters(starts, memory)
         keys = mem_len + seq_len
 
         # outside autocast (--amp): fairseq's AdaptiveInput writes its bands into a float32 tensor

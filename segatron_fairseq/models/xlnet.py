@@ -30,7 +30,7 @@ those of every position (B, T, V).
 """
 import logging
 from dataclasses import dataclass, field, fields
-from typing import Dict, List, Optional
+from typing import Dict, Optional
 
 import torch
 import torch.nn.functional as F
@@ -40,6 +40,7 @@ from torch import Tensor, nn
 
 from segatron_fairseq.models.architecture_defaults import register_architecture, set_defaults
 from segatron_fairseq.modules import ORIGINS, RelativeSegments, SegmentDistances, XLNetLayer, segment_part_dims
+from segatron_fairseq.modules.segment_memory import CachedWindow, SegmentMemory
 from segatron_fairseq.segments import SEGMENT_LEVELS
 
 logger = logging.getLogger(__name__)
@@ -82,13 +83,6 @@ class XLNetConfig(FairseqDataclass):
     init_std: float = field(default=0.02, metadata={"help": "std of the normal init of weights"})
 
 
-@dataclass
-class _Memory:
-    hidden: List[Tensor]  # per layer (M, B, d): the content stream's inputs
-    counters: Dict[str, Tensor]  # part -> (B, M)
-    last: Dict[str, Tensor]  # part -> (B,) counter of the last cached token
-
-
 @register_model("xlnet", dataclass=XLNetConfig)
 class XLNetModel(BaseFairseqModel):
     """XLNet's permutation language model with relative positions of ``--positions``."""
@@ -115,7 +109,7 @@ class XLNetModel(BaseFairseqModel):
         self.segment_bias = nn.Parameter(torch.zeros(bias_sets, heads, head_dim))   # r_s_bias
         self.segment_embed = nn.Parameter(torch.zeros(layers, 2, heads, head_dim))  # seg_embed: s+, s-
         self.output_bias = nn.Parameter(torch.zeros(len(dictionary)))  # the tied LM head's bias
-        self._memory: Dict[bool, _Memory] = {}
+        self._memory = SegmentMemory("XLNet")
         self._init_weights()
 
     @classmethod
@@ -137,33 +131,7 @@ class XLNetModel(BaseFairseqModel):
 
     def reset_memory(self, training: Optional[bool] = None) -> None:
         """Forget the memory of one mode (training or evaluation), or of both."""
-        if training is None:
-            self._memory.clear()
-        else:
-            self._memory.pop(training, None)
-
-    def _current_memory(self, batch: int) -> Optional[_Memory]:
-        memory = self._memory.get(self.training)
-        if memory is not None and memory.hidden[0].size(1) != batch:
-            logger.info("batch size changed: XLNet memory reset")
-            memory = None
-        return memory
-
-    def _update_memory(self, inputs: List[Tensor], counters: Dict[str, Tensor], memory: Optional[_Memory],
-                       reuse_len: int) -> None:
-        """Cache the first ``reuse_len`` positions' content inputs and counters after the memory's, the
-        last ``mem_len`` kept."""
-        mem_len = self.cfg.mem_len
-        if mem_len <= 0:
-            return
-        with torch.no_grad():
-            hidden = [(x[:reuse_len] if memory is None else torch.cat([memory.hidden[i], x[:reuse_len]]))
-                      [-mem_len:].detach() for i, x in enumerate(inputs)]
-            cached = {part: (c[:, :reuse_len] if memory is None
-                             else torch.cat([memory.counters[part], c[:, :reuse_len]], dim=1))[:, -mem_len:]
-                      for part, c in counters.items()}
-            last = {part: c[:, reuse_len - 1] for part, c in counters.items()}
-        self._memory[self.training] = _Memory(hidden, cached, last)
+        self._memory.reset(training)
 
     # ---- forward --------------------------------------------------------------------------------
 
@@ -182,9 +150,9 @@ class XLNetModel(BaseFairseqModel):
         ``need_attn`` ``attn_layers``: each layer's (content, query)
         probabilities (B, H, T, K)."""
         batch, seq_len = src_tokens.shape
-        memory = self._current_memory(batch)
+        memory = self._memory.current(self.training, batch)
         mem_len = 0 if memory is None else memory.hidden[0].size(0)
-        counters = self._counters(sentence_starts, paragraph_starts, memory, src_tokens)
+        counters = self._counters(sentence_starts, paragraph_starts, memory)
         content = self.dropout(self.embed_tokens(src_tokens).transpose(0, 1))
         query = None
         if target_mapping is not None:
@@ -209,7 +177,8 @@ class XLNetModel(BaseFairseqModel):
                 content, query, None if memory is None else memory.hidden[i], distances, self.content_bias[bias],
                 self.position_bias[bias], segments, content_mask, query_mask, need_attn)
             weights.append(layer_weights)
-        self._update_memory(inputs, counters, memory, seq_len if reuse_len is None else reuse_len)
+        # the first reuse_len positions are cached (XLNet's reuse part)
+        self._memory.update(self.training, inputs, counters, memory, self.cfg.mem_len, reuse_len)
 
         content = self.dropout(content).transpose(0, 1)  # (B, T, d)
         x = content
@@ -226,19 +195,18 @@ class XLNetModel(BaseFairseqModel):
         """The tied LM head: features (..., d) -> logits (..., V)."""
         return F.linear(features, self.embed_tokens.weight, self.output_bias)
 
-    def _counters(self, sentence_starts, paragraph_starts, memory: Optional[_Memory], src_tokens: Tensor):
+    def _counters(self, sentence_starts, paragraph_starts, memory: Optional[CachedWindow]) -> Dict[str, Tensor]:
         """Running counters (B, T) per segment part of R, continuing the memory's."""
         given = {"sentence": sentence_starts, "paragraph": paragraph_starts}
-        counters = {}
+        starts = {}
         for part in SEGMENT_LEVELS:
             if part not in self.part_dims:
                 continue
             if given[part] is None:
                 raise ValueError(f"XLNet with --positions segatron needs {part}_starts in the input "
                                  "(use --task xlnet_plm)")
-            counter = given[part].long().cumsum(dim=1)
-            counters[part] = counter if memory is None else counter + memory.last[part][:, None]
-        return counters
+            starts[part] = given[part]
+        return SegmentMemory.counters(starts, memory)
 
     @staticmethod
     def attention_masks(perm_mask: Optional[Tensor], batch: int, seq_len: int, mem_len: int,

@@ -76,7 +76,7 @@ def test_counters_continue_across_batches_and_restart_each_epoch(data):
             if k == 5:
                 break
             model(**sample["net_input"])
-            memory = model.decoder._memory[False]
+            memory = model.decoder._memory.get(False)
             for part in seen:
                 seen[part].append(memory.last[part].clone())
     # counters = number of starts seen so far in each row
@@ -86,9 +86,9 @@ def test_counters_continue_across_batches_and_restart_each_epoch(data):
             expected = expected + dataset[k][key].sum(dim=1)
             assert torch.equal(seen[part][k], expected), (part, k)
     # memory holds the counters of the last mem_len tokens
-    assert model.decoder._memory[False].counters["sentence"].shape == (2, 9)
+    assert model.decoder._memory.get(False).counters["sentence"].shape == (2, 9)
     task.begin_valid_epoch(2, model)
-    assert False not in model.decoder._memory
+    assert model.decoder._memory.get(False) is None
 
 
 def _eval_lm_loss(out):

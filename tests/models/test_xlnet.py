@@ -138,7 +138,7 @@ def test_the_memory_is_the_reuse_part_and_does_not_see_the_rest():
         model.reset_memory()
         with torch.no_grad():
             model(segment, perm_mask, reuse_len=8)
-        memories.append(model._memory[False])
+        memories.append(model._memory.get(False))
     assert memories[0].hidden[0].shape == (8, 2, 32)
     for before, after in zip(memories[0].hidden, memories[1].hidden):
         torch.testing.assert_close(before, after, rtol=0, atol=0)
@@ -204,7 +204,7 @@ def test_task_and_criterion_take_steps_with_segatron_positions(corpus):
         loss, sample_size, log = criterion(model, dataset.collater([dataset[k]]))
         loss.backward()
         assert sample_size == 6 and torch.isfinite(loss)
-    assert model._memory[True].hidden[0].shape == (12, 2, 32)
+    assert model._memory.get(True).hidden[0].shape == (12, 2, 32)
     assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in model.parameters())
     assert list(model.part_dims) == ["token", "sentence", "paragraph"]
     for layer in model.layers:
@@ -272,7 +272,7 @@ def test_logits_equal_hugging_face_xlnet_with_the_same_weights():
         mapping[b, torch.arange(predictions), torch.from_numpy(positions)] = 1
     with torch.no_grad():
         for start in (0, 8):  # the second with our memory of the first's reuse part
-            mems = None if start == 0 else list(ours._memory[False].hidden)
+            mems = None if start == 0 else list(ours._memory.get(False).hidden)
             segment = tokens[:, start:start + length]
             logits, _ = ours(segment, perm_mask, mapping, segments, reuse_len=8)
             expected = hf(segment, perm_mask=perm_mask.float(), target_mapping=mapping, token_type_ids=segments,

@@ -294,13 +294,13 @@ def test_incremental_decoding_equals_a_full_forward(sentence, paragraph, pre_nor
     with torch.no_grad():
         if with_memory:
             decoder.extract_features(tokens[:, :SEQ], sentence_flags[:, :SEQ], paragraph_flags[:, :SEQ])
-        saved = dict(decoder._memory)
+        saved = decoder._memory.saved()
         cache = decoder.start_decoding(BATCH, tokens.device)
         assert cache.length == (5 if with_memory else 0)
         for t in range(SEQ, 2 * SEQ):
             stepped = decoder.decode_step(tokens[:, t], {"sentence": sentence_flags[:, t],
                                                          "paragraph": paragraph_flags[:, t]}, cache)
-            decoder._memory = dict(saved)
+            decoder._memory.restore(saved)
             full = decoder.extract_features(tokens[:, SEQ:t + 1], sentence_flags[:, SEQ:t + 1],
                                             paragraph_flags[:, SEQ:t + 1])[:, -1]
             torch.testing.assert_close(stepped, full, rtol=0, atol=1e-5)
@@ -320,14 +320,14 @@ def test_a_primed_cache_equals_decoding_the_prompt_step_by_step(sentence, paragr
     with torch.no_grad():
         if with_memory:
             decoder.extract_features(tokens[:, :SEQ], sentence_flags[:, :SEQ], paragraph_flags[:, :SEQ])
-        saved = dict(decoder._memory)
+        saved = decoder._memory.saved()
         features, cache = decoder.prime_decoding(tokens[:, SEQ:prompt], sentence_flags[:, SEQ:prompt],
                                                  paragraph_flags[:, SEQ:prompt])
-        assert {k: [h.data_ptr() for h in v.hidden] for k, v in decoder._memory.items()} == \
+        assert {k: [h.data_ptr() for h in v.hidden] for k, v in decoder._memory.saved().items()} == \
             {k: [h.data_ptr() for h in v.hidden] for k, v in saved.items()}
         assert cache.length == (5 if with_memory else 0) + 3
         for t in range(prompt, 2 * SEQ + 1):
-            decoder._memory = dict(saved)
+            decoder._memory.restore(saved)
             full = decoder.extract_features(tokens[:, SEQ:t], sentence_flags[:, SEQ:t], paragraph_flags[:, SEQ:t])
             torch.testing.assert_close(features, full[:, -1], rtol=0, atol=1e-5)
             if t < 2 * SEQ:

@@ -132,7 +132,7 @@ class PermutationLMDataset(SegmentStreamDataset):
                              f"(--tokens-per-sample)")
         self.seq_len, self.reuse_len, self.num_predict = seq_len, reuse_len, num_predict
         self.perm_size, self.word_starts = perm_size, word_starts
-        self.seed, self.vary_by_epoch, self.epoch = seed, vary_by_epoch, 1
+        self.seed, self.vary_by_epoch, self.epoch, self.shard_id = seed, vary_by_epoch, 1, shard_id
         self.span_options = (max_gram, alpha, beta)
         self.num_batches = (self.row_len - seq_len) // reuse_len + 1
         self.sizes = np.full(self.num_batches, batch_size * seq_len, dtype=np.int64)
@@ -141,7 +141,8 @@ class PermutationLMDataset(SegmentStreamDataset):
         self.epoch = epoch
 
     def __getitem__(self, index: int):
-        rng = np.random.default_rng([self.seed, self.epoch if self.vary_by_epoch else 1, index])
+        # each data-parallel shard draws its own targets and orders
+        rng = np.random.default_rng([self.seed, self.epoch if self.vary_by_epoch else 1, index, self.shard_id])
         rows, length = self.batch_size, self.seq_len
         source = torch.full((rows, length), self.pad, dtype=torch.long)
         starts = {"sentence_starts": torch.zeros(rows, length, dtype=torch.bool),

@@ -62,6 +62,10 @@ class XLNetPLMTask(SegatronLMTask):
         if cfg.reuse_len > cfg.tokens_per_sample:
             raise ValueError(f"--reuse-len {cfg.reuse_len}: must not exceed --tokens-per-sample "
                              f"{cfg.tokens_per_sample}")
+        parts = (cfg.reuse_len, cfg.tokens_per_sample - cfg.reuse_len)
+        if cfg.perm_size is not None and (cfg.perm_size < 1 or any(part % cfg.perm_size for part in parts)):
+            raise ValueError(f"--perm-size {cfg.perm_size}: must divide both parts of a sample, the reuse part "
+                             f"({parts[0]}) and the rest ({parts[1]})")
         self.num_predict = max(1, round(cfg.tokens_per_sample / cfg.partial_prediction_k))
 
     def load_dataset(self, split: str, epoch: int = 1, combine: bool = False, **kwargs):

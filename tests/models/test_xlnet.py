@@ -182,6 +182,10 @@ def test_samples_overlap_by_the_reuse_part_and_are_reproducible(corpus):
         other_epoch = dataset(vary=vary)
         other_epoch.set_epoch(2)
         assert torch.equal(other_epoch[1]["perm_mask"], samples[1]["perm_mask"]) != vary
+    # two data-parallel shards draw different targets and orders for the same batch number
+    shards = [PermutationLMDataset(split, d.eos(), d.pad(), 1, 16, 8, 3, 1, num_shards=2, shard_id=k)[0]
+              for k in (0, 1)]
+    assert not torch.equal(shards[0]["perm_mask"], shards[1]["perm_mask"])
 
 
 def test_task_and_criterion_take_steps_with_segatron_positions(corpus):
@@ -216,6 +220,7 @@ def test_task_and_criterion_take_steps_with_segatron_positions(corpus):
     (dict(reuse_len=32), "--reuse-len 32: must not exceed --tokens-per-sample 16"),
     (dict(partial_prediction_k=0), "--partial-prediction-k 0: must be at least 1"),
     (dict(tokens_per_sample=400, reuse_len=200), "shorter than one sample of 400"),
+    (dict(perm_size=3), r"--perm-size 3: must divide both parts of a sample, the reuse part \(8\) and the rest"),
 ])
 def test_task_refuses_impossible_samples(corpus, options, message):
     from segatron_fairseq.tasks.xlnet_plm import XLNetPLMConfig, XLNetPLMTask

@@ -45,6 +45,9 @@ def _load(args):
     trained_with = checkpoints.checkpoint_task_name(state)
     model = checkpoints.served_model_name(state)
     tasks = FORMAT_TASKS[args.format]
+    if model in FINETUNED_MODELS and model not in tasks:
+        raise ValueError(f"{args.checkpoint}: a {model} checkpoint; segatron-predict {args.format} serves "
+                         f"{' and '.join(sorted(tasks))} checkpoints")
     if model in FINETUNED_MODELS and trained_with != tasks.get(model):
         kind = "pre-trained" if trained_with == FINETUNED_MODELS[model] else "fine-tuned"
         needed = tasks.get(model) or " or ".join(sorted(set(tasks.values())))

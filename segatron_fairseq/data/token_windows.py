@@ -16,6 +16,10 @@ of two sentences "A b ." and "C d ." (whitespace words) after another one:
     sentence    0   0  0  0  1  1  1    1
     token       0   0  1  2  0  1  2    2
     labelled        *  *  *  *  *  *
+
+With ``from_window_start`` (a model whose pre-training inputs count their
+indexes from their first token: the cloze model) each window counts them
+from its own first token instead (``cloze_blocks.from_block_start``).
 """
 from dataclasses import dataclass
 from typing import List, Sequence, Tuple
@@ -26,6 +30,7 @@ from fairseq.data import data_utils
 from segatron_fairseq.segments import Text, build_layout
 from segatron_preprocess.corpus_format import INDEX_NAMES
 
+from .cloze_blocks import from_block_start
 from .example_list_dataset import ExampleListDataset, segment_net_input
 
 NO_LABEL = -1  # the target of a word without a (known) label, and of padding
@@ -70,7 +75,7 @@ def _runs(sentence: EncodedSentence, room: int) -> List[Tuple[int, int]]:
 
 
 def document_windows(sentences: Sequence[EncodedSentence], bos: int, eos: int, max_positions: int,
-                     table_sizes: dict) -> List[TokenWindow]:
+                     table_sizes: dict, from_window_start: bool = False) -> List[TokenWindow]:
     """The windows of one document's sentences (see the module doc)."""
     room = max_positions - 2
     if room < 1:
@@ -80,7 +85,7 @@ def document_windows(sentences: Sequence[EncodedSentence], bos: int, eos: int, m
     def flush():
         nonlocal used
         if current:
-            windows.append(_window(sentences, current, room, bos, eos, table_sizes))
+            windows.append(_window(sentences, current, room, bos, eos, table_sizes, from_window_start))
             current.clear()
             used = 0
 
@@ -96,7 +101,7 @@ def document_windows(sentences: Sequence[EncodedSentence], bos: int, eos: int, m
 
 
 def _window(sentences: Sequence[EncodedSentence], runs, room: int, bos: int, eos: int,
-            table_sizes: dict) -> TokenWindow:
+            table_sizes: dict, from_window_start: bool) -> TokenWindow:
     ids, sentence_index, token_index = [], [], []
     word_positions, targets, words = [], [], []
     for number, first, end in runs:
@@ -111,8 +116,10 @@ def _window(sentences: Sequence[EncodedSentence], runs, room: int, bos: int, eos
             sentence_index += [number] * len(pieces)
             token_index += range(position, position + len(pieces))
             position += len(pieces)
-    layout = build_layout([Text(ids, {"paragraph": [0] * len(ids), "sentence": sentence_index,
-                                      "token": token_index})], bos, eos, table_sizes)
+    indexes = {"paragraph": [0] * len(ids), "sentence": sentence_index, "token": token_index}
+    if from_window_start:
+        indexes = from_block_start(indexes)
+    layout = build_layout([Text(ids, indexes)], bos, eos, table_sizes)
     return TokenWindow(layout.tokens.tolist(), *(layout.indexes[name].tolist() for name in INDEX_NAMES),
                        layout.token_type.tolist(), word_positions, targets, words)
 

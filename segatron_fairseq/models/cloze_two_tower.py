@@ -155,6 +155,7 @@ class ClozeTwoTower(nn.Module):
         self.token_positions = cfg.token_positions
         self.reads_indexes = cfg.segment_positions or cfg.token_positions == "sentence"
         self.register_buffer("index_layout_version", torch.tensor(INDEX_LAYOUT_VERSION))
+        self.register_buffer("sentence_token_positions", torch.tensor(cfg.token_positions == "sentence"))
         if cfg.input_embedder == "char-cnn":
             if not cfg.adaptive_softmax_cutoff:
                 raise ValueError("--input-embedder char-cnn needs --adaptive-softmax-cutoff: the output layer "
@@ -260,18 +261,28 @@ class ClozeTwoTower(nn.Module):
         """A checkpoint without ``index_layout_version`` predates version 2: one
         that reads no index loads as it is; one that does is refused (its
         backward tower was trained on the forward tower's indexes). A version
-        this code does not know is refused."""
-        key = f"{name}.index_layout_version" if name else "index_layout_version"
+        this code does not know is refused, and so is a checkpoint whose
+        ``--token-positions`` differs from this model's (the weights would
+        load, the sinusoids would not be those it learned with)."""
+        prefix = f"{name}." if name else ""
+        key = prefix + "index_layout_version"
         if key in state_dict:
             if int(state_dict[key]) != INDEX_LAYOUT_VERSION:
                 raise ValueError(f"a cloze_two_tower checkpoint of index layout {int(state_dict[key])}; this code "
                                  f"reads layout {INDEX_LAYOUT_VERSION}")
-            return
-        if self.reads_indexes:
+        elif self.reads_indexes:
             raise ValueError("a cloze_two_tower checkpoint with --segment-positions or --token-positions sentence "
                              "from before index layout 2: its backward tower read the forward tower's indexes, "
                              "which tell it whether the predicted token ends a sentence; train it again")
-        state_dict[key] = self.index_layout_version.clone()
+        else:
+            state_dict[key] = self.index_layout_version.clone()
+        key = prefix + "sentence_token_positions"
+        if key not in state_dict:  # a checkpoint from before the flag: taken as this model's
+            state_dict[key] = self.sentence_token_positions.clone()
+        elif bool(state_dict[key]) != bool(self.sentence_token_positions):
+            trained = "sentence" if bool(state_dict[key]) else "absolute"
+            raise ValueError(f"a cloze_two_tower checkpoint trained with --token-positions {trained}; this model "
+                             f"has --token-positions {self.token_positions}: give the checkpoint's")
 
     @staticmethod
     def _tower(layers: nn.ModuleList, x: torch.Tensor, mask: torch.Tensor, padding: Optional[torch.Tensor]):
@@ -360,6 +371,7 @@ class ClozeTwoTowerModel(BaseFairseqModel):
     as ``self.network``)."""
 
     input_end_symbol = "<s>"  # what closes its inputs (pre-training blocks are <s> ... <s>; token_labelling reads it)
+    indexes_from_input_start = True  # its inputs count their indexes from their first token, as its blocks do
 
     def __init__(self, cfg: ClozeTwoTowerConfig, network: ClozeTwoTower, separator: Optional[int] = None,
                  appended: int = 0):

@@ -30,9 +30,11 @@ class CosineWarmupFractionSchedule(CosineLRSchedule):
                              "updates per epoch), which sets its warm-up and the end of its cosine")
         if not 0 <= cfg.warmup_fraction < 1:
             raise ValueError(f"--warmup-fraction {cfg.warmup_fraction}: must be in [0, 1)")
-        if cfg.warmup_updates or cfg.lr_period_updates > 0 or cfg.t_mult != 1:
+        warmup_updates = round(cfg.warmup_fraction * cfg.max_update)
+        # (a config this schedule was built from already holds its warm-up: a resumed run's, a second build)
+        if cfg.warmup_updates not in (0, warmup_updates) or cfg.lr_period_updates > 0 or cfg.t_mult != 1:
             raise ValueError("--lr-scheduler cosine_warmup_fraction derives the warm-up and its one cosine phase from "
                              "--max-update: leave out --warmup-updates, --lr-period-updates and --t-mult")
-        cfg.warmup_updates = round(cfg.warmup_fraction * cfg.max_update)
+        cfg.warmup_updates = warmup_updates  # fairseq's cosine reads it from its config at every step
         super().__init__(cfg, fairseq_optimizer)
         logger.info(f"warm-up over {cfg.warmup_updates} of {cfg.max_update} updates, then cosine to {cfg.min_lr}")

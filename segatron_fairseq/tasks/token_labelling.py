@@ -20,7 +20,9 @@ Any model with ``token_features`` / ``token_feature_dim`` and
 ``register_task_head`` (as ``SegaBERTModel`` and ``ClozeTwoTowerModel``) can
 be fine-tuned here. A model whose inputs end with another symbol than
 ``</s>`` says so by its ``input_end_symbol`` (the cloze model: ``<s>``, as
-its pre-training blocks ``<s> ... <s>``); the windows end with it.
+its pre-training blocks ``<s> ... <s>``); the windows end with it. One that
+counts its indexes from its input's first token says so by
+``indexes_from_input_start`` (the cloze model); each window does so too.
 """
 import logging
 import os
@@ -65,6 +67,7 @@ class TokenLabellingTask(FinetuningTask):
     def __init__(self, cfg: TokenLabellingConfig, dictionary):
         super().__init__(cfg, dictionary)
         self.window_end = dictionary.eos()  # the model's input_end_symbol once the model is built
+        self.indexes_from_window_start = False  # the model's indexes_from_input_start once it is built
         self.labels = tuple(label.strip() for label in cfg.labels.split(","))
         if "" in self.labels or len(set(self.labels)) != len(self.labels):
             raise ValueError(f"--labels {cfg.labels}: needs distinct, non-empty labels separated by commas")
@@ -105,7 +108,8 @@ class TokenLabellingTask(FinetuningTask):
                 encoded.append(EncodedSentence([self.encode(word) or [unk] for word in sentence.words],
                                                targets, number))
                 number += 1
-            windows.extend(document_windows(encoded, bos, eos, self.cfg.max_positions, TABLE_SIZES))
+            windows.extend(document_windows(encoded, bos, eos, self.cfg.max_positions, TABLE_SIZES,
+                                            self.indexes_from_window_start))
         return TokenWindowDataset(windows, self.dictionary.pad())
 
     def target(self, label: str, path: str, line: int) -> int:
@@ -126,6 +130,7 @@ class TokenLabellingTask(FinetuningTask):
             parameter.param_group = HEAD_GROUP
         model.register_task_head(self.cfg.classification_head_name, head)
         self.window_end = self.dictionary.index(getattr(model, "input_end_symbol", self.dictionary.eos_word))
+        self.indexes_from_window_start = getattr(model, "indexes_from_input_start", False)
         return model
 
     def label_names(self, indexes: List[int]) -> List[str]:

@@ -179,6 +179,11 @@ def test_checkpoints_from_before_index_layout_2():
         else:
             with pytest.raises(ValueError, match="from before index layout 2"):
                 model.load_state_dict(state)
+    # the token positions a checkpoint was trained with are checked: the weights would load either way
+    state = tiny(token_positions="sentence").state_dict()
+    with pytest.raises(ValueError, match="trained with --token-positions sentence; this model has --token-positions "
+                                         "absolute: give the checkpoint's"):
+        ClozeTwoTowerModel(None, tiny()).load_state_dict({f"network.{k}": v for k, v in state.items()})
     state = tiny(**LEAK_OPTIONS).state_dict()
     state["index_layout_version"] = torch.tensor(3)
     with pytest.raises(ValueError, match="checkpoint of index layout 3; this code reads layout 2"):

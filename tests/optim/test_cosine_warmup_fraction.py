@@ -27,12 +27,15 @@ def test_warms_up_over_a_tenth_of_the_updates_then_one_cosine_to_the_floor():
     assert lrs.step_update(int(middle)) == pytest.approx(1e-6 + 0.5 * (5e-5 - 1e-6) *
                                                          (1 + math.cos(math.pi * int(middle - 47) / (468 - 47))))
     assert lrs.step_update(467) == pytest.approx(1e-6, rel=1e-3)
+    # built again from the same config (a resumed run's holds the derived warm-up): the same schedule
+    again = CosineWarmupFractionSchedule(lrs.cfg, lrs.optimizer)
+    assert again.step_update(20) == lrs.step_update(20)
 
 
 @pytest.mark.parametrize("options, error", [
     ({"max_update": 0}, "needs --max-update"),
     ({"max_update": 100, "warmup_fraction": 1.0}, "--warmup-fraction 1.0: must be in [0, 1)"),
-    ({"max_update": 100, "warmup_updates": 10}, "leave out --warmup-updates"),
+    ({"max_update": 100, "warmup_updates": 7}, "leave out --warmup-updates"),
 ])
 def test_refuses_a_schedule_it_cannot_derive(options, error):
     with pytest.raises(ValueError, match=error.replace("[", r"\[").replace(")", r"\)")):

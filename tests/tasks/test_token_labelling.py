@@ -91,6 +91,18 @@ def test_windows_pack_whole_sentences_with_their_indexes():
     assert second.token == [0, 0, 1, 2, 3, 3] and second.words == [(9, k) for k in range(4)]
 
 
+def test_windows_of_a_model_counting_from_its_input_start_count_from_each_window_start():
+    """The cloze model's windows (its pre-training blocks count their indexes from their first token): the
+    second window starts at sentence 0, a window that starts mid-sentence at token 0."""
+    sentences = [_sentence(7, [1, 2, 1], 10), _sentence(8, [1, 1], 20), _sentence(9, [1, 1, 1, 1], 30)]
+    first, second = document_windows(sentences, 0, 0, 8, TABLE_SIZES, from_window_start=True)
+    assert first.sentence == [0, 0, 0, 0, 0, 1, 1, 1] and first.token == [0, 0, 1, 2, 3, 0, 1, 1]
+    assert second.sentence == [0] * 6 and second.token == [0, 0, 1, 2, 3, 3]
+    long = _sentence(0, [2, 2, 2, 6])
+    windows = document_windows([long], 0, 0, 6, TABLE_SIZES, from_window_start=True)
+    assert [w.token for w in windows] == [[0, 0, 1, 2, 3, 3], [0, 0, 1, 1], [0, 0, 1, 2, 3, 3]]
+
+
 def test_a_long_sentence_is_cut_between_words_and_keeps_its_token_indexes():
     long = _sentence(0, [2, 2, 2, 6])  # 12 pieces, 4 to a window; the last word keeps its first 4
     windows = document_windows([long], bos=0, eos=2, max_positions=6, table_sizes=TABLE_SIZES)

@@ -8,10 +8,11 @@ picks the P predicted positions. Two streams run through the same layers
 
 - the content stream h starts from the token embeddings and sees what
   ``perm_mask`` allows plus itself;
-- the query stream g starts from the learned vector ``mask_emb`` at every
-  position and sees what ``perm_mask`` allows (not its own token); its last
-  layer, at the predicted positions, gives the logits (tied embeddings, with
-  a bias).
+- the query stream g starts from the learned vector ``mask_emb`` at each of
+  the P predicted positions and sees what ``perm_mask`` allows (not its own
+  token); it runs on the P rows only (its queries take their targets' rows
+  for the scores); its last layer gives the logits (tied embeddings, with a
+  bias).
 
 Both attend to the memory (each layer's cached content inputs, always
 visible) and the whole segment, with bidirectional relative distances:
@@ -148,7 +149,7 @@ class XLNetModel(BaseFairseqModel):
         stream; features (B, ., d) with ``features_only``) and extra:
         ``content`` (B, T, d) the content stream's output, and with
         ``need_attn`` ``attn_layers``: each layer's (content, query)
-        probabilities (B, H, T, K)."""
+        probabilities (B, H, T, K) and (B, H, P, K)."""
         batch, seq_len = src_tokens.shape
         memory = self._memory.current(self.training, batch)
         mem_len = 0 if memory is None else memory.hidden[0].size(0)
@@ -156,7 +157,8 @@ class XLNetModel(BaseFairseqModel):
         content = self.dropout(self.embed_tokens(src_tokens).transpose(0, 1))
         query = None
         if target_mapping is not None:
-            query = self.dropout(self.mask_emb.to(content.dtype).expand(seq_len, batch, -1))
+            # the query stream runs at the P targets only (P, B, d)
+            query = self.dropout(self.mask_emb.to(content.dtype).expand(target_mapping.size(1), batch, -1))
         distances = SegmentDistances(
             self.part_dims, mem_len + seq_len, self.cfg.clamp_len, content.dtype, content.device,
             query_counters=counters,
@@ -175,7 +177,8 @@ class XLNetModel(BaseFairseqModel):
             segments = RelativeSegments(different, self.segment_embed[i], self.segment_bias[bias])
             content, query, layer_weights = layer(
                 content, query, None if memory is None else memory.hidden[i], distances, self.content_bias[bias],
-                self.position_bias[bias], segments, content_mask, query_mask, need_attn)
+                self.position_bias[bias], segments, content_mask, query_mask, target_mapping,
+                need_attn)
             weights.append(layer_weights)
         # the first reuse_len positions are cached (XLNet's reuse part)
         self._memory.update(self.training, inputs, counters, memory, self.cfg.mem_len, reuse_len)
@@ -183,7 +186,7 @@ class XLNetModel(BaseFairseqModel):
         content = self.dropout(content).transpose(0, 1)  # (B, T, d)
         x = content
         if query is not None:
-            x = torch.bmm(target_mapping.to(content.dtype), self.dropout(query).transpose(0, 1))  # (B, P, d)
+            x = self.dropout(query).transpose(0, 1)  # (B, P, d)
         if not features_only:
             x = self.output_layer(x)
         extra = {"content": content}

@@ -29,7 +29,8 @@ three parts) have AC + BD_token; RUN_GRID (Eq. 3) has AC + BD_token + BD_grid.
 XLNet (``two_stream``) uses the same scores with bidirectional distances
 (``SegmentDistances(bidirectional=True)``: the rel-shifted table has K+T-1
 rows and the first K columns are kept), a second query input (the query
-stream g, whose queries meet the content stream's keys and values), per-pair
+stream g at the P targets, whose queries meet the content stream's keys and
+values at their targets' rows; W_R R is projected once for both), per-pair
 boolean masks (B, T, K) and XLNet's relative segment term EF (XLNet Sec. 2.5):
 
     score(i, j) = AC + BD + (q_i + b_s) . s_ij,   s_ij = s+ (same segment) or s- (not)
@@ -126,10 +127,31 @@ class SegmentRelativeMultiheadAttention(nn.Module):
         v = v.view(keys, batch, self.num_heads, self.head_dim).permute(1, 2, 0, 3)
         return q, k, v
 
+    def position_rows(self, distances: SegmentDistances) -> Tensor:
+        """W_R R of ``distances``: the token table's rows (n, H, dh), or (B, n, H, dh) per batch row in
+        WINDOW_END mode; in RUN_GRID mode followed by the G cells of the (sentence x paragraph) grid."""
+        r_rows = self._project(distances.position_table, 0)  # (K, H, dh), or (B, K, H, dh)
+        if distances.mode != RUN_GRID:
+            return r_rows
+        # W_R R for every cell of the (sentence x paragraph) grid, G = product of the table sizes
+        start, r_grid = self.part_dims["token"], None
+        for table in distances.tables.values():
+            r_part = self._project(table, start)  # (D+1, H, dh)
+            r_grid = r_part if r_grid is None else (r_grid[:, None] + r_part[None, :]).flatten(0, 1)
+            start += table.size(-1)
+        return torch.cat([r_rows, r_grid], dim=0)
+
     def query_scores(self, q: Tensor, k: Tensor, distances: SegmentDistances, content_bias: Tensor,
                      position_bias: Tensor, segments: Optional[RelativeSegments] = None) -> Tensor:
         """Raw scores (B, H, T, K) of queries q (B, H, T, dh) against keys k
         (B, H, K, dh), plus XLNet's segment term when ``segments`` is given."""
+        return self.scores_against_rows(q, k, distances, self.position_rows(distances), content_bias,
+                                        position_bias, segments)
+
+    def scores_against_rows(self, q: Tensor, k: Tensor, distances: SegmentDistances, rows: Tensor,
+                            content_bias: Tensor, position_bias: Tensor,
+                            segments: Optional[RelativeSegments] = None) -> Tensor:
+        """``query_scores`` with the projected rows ``rows`` of ``position_rows(distances)``."""
         q_content = q + content_bias[None, :, None, :]   # q_i + u
         q_position = q + position_bias[None, :, None, :]  # q_i + v
         ac = torch.matmul(q_content, k.transpose(-1, -2))  # AC (B, H, T, K): (q_i + u) . k_j
@@ -138,27 +160,21 @@ class SegmentRelativeMultiheadAttention(nn.Module):
             ef = torch.matmul(q + segments.bias[None, :, None, :], segments.embed.permute(1, 2, 0)[None])
             ac = ac + torch.where(segments.different[:, None], ef[..., 1:], ef[..., :1])
         if distances.mode == RUN_GRID:
-            return self._add_run_grid_terms(ac, q_position, distances)
+            return self._add_run_grid_terms(ac, q_position, distances, rows)
         # BD_token (B, H, T, K): (q_i + v) . W_R R for the K distances, rel-shifted into place;
         # in WINDOW_END mode R carries all three parts and differs per batch row
-        r_rows = self._project(distances.position_table, 0)  # (K, H, dh), or (B, K, H, dh)
-        return ac + _keys_of(rel_shift(position_product(q_position, r_rows)), distances, k.size(2))
+        return ac + _keys_of(rel_shift(position_product(q_position, rows)), distances, k.size(2))
 
-    def _add_run_grid_terms(self, ac: Tensor, q_position: Tensor, distances: SegmentDistances) -> Tensor:
-        """AC + BD_token + BD_grid (B, H, T, K) of Eq. 3."""
+    def _add_run_grid_terms(self, ac: Tensor, q_position: Tensor, distances: SegmentDistances,
+                            rows: Tensor) -> Tensor:
+        """AC + BD_token + BD_grid (B, H, T, K) of Eq. 3; ``rows``: the token rows, then the grid's cells."""
         batch, heads, seq_len, keys = ac.shape
-        r_rows = self._project(distances.position_table, 0)  # (K, H, dh)
-        # W_R R for every cell of the (sentence x paragraph) grid, G = product of the table sizes
-        start, r_grid = self.part_dims["token"], None
-        for table in distances.tables.values():
-            r_part = self._project(table, start)  # (D+1, H, dh)
-            r_grid = r_part if r_grid is None else (r_grid[:, None] + r_part[None, :]).flatten(0, 1)
-            start += table.size(-1)
+        token_rows = distances.position_table.size(0)
         # token rows and grid cells scored in one product: a separate product over the grid's few
         # rows runs on slow narrow kernels
-        by_row = position_product(q_position, torch.cat([r_rows, r_grid], dim=0))  # (B, H, T, K + G)
+        by_row = position_product(q_position, rows)  # (B, H, T, K + G)
         # split, not two slices: its backward is one concatenation, not two zero-filled full-size gradients
-        by_token, by_cell = by_row.split([r_rows.size(0), r_grid.size(0)], dim=-1)  # (B, H, T, K or K+T-1), (., G)
+        by_token, by_cell = by_row.split([token_rows, rows.size(0) - token_rows], dim=-1)  # (., K or K+T-1), (., G)
         cells = distances.run_cells  # (B, T, S)
         by_run = by_cell.gather(-1, cells[:, None].expand(batch, heads, *cells.shape[1:]))  # (B, H, T, S)
         # BD_grid (B, H, T, K) = by_run @ key_runs, added to AC in the same kernel
@@ -223,37 +239,53 @@ class SegmentRelativeMultiheadAttention(nn.Module):
                 hidden_score: float = float("-inf")) -> Tuple[Tensor, Optional[Tensor]]:
         """Softmax of the scaled scores, ``hidden_score`` where ``mask`` (broadcast to (B, H, T, K)) is
         True, values, output projection: (T, B, d) and the probabilities (B, H, T, K) or None."""
+        attended, weights = self._attend_heads(scores, v, mask, need_weights, hidden_score)
+        batch, _, seq_len, _ = attended.shape
+        attended = attended.permute(2, 0, 1, 3).reshape(seq_len, batch, self.num_heads * self.head_dim)
+        return self.out_proj(attended), weights
+
+    def _attend_heads(self, scores: Tensor, v: Tensor, mask: Tensor, need_weights: bool,
+                      hidden_score: float) -> Tuple[Tensor, Optional[Tensor]]:
+        """``_attend`` before the output projection: the heads' outputs (B, H, T, dh) and the probabilities."""
         scores = (scores * self.scale).float().masked_fill(mask, hidden_score)
         weights = torch.softmax(scores, dim=-1)
         probs = self.attention_dropout(weights.type_as(v))
-        attended = torch.matmul(probs, v)  # (B, H, T, dh)
-        batch, _, seq_len, _ = attended.shape
-        attended = attended.permute(2, 0, 1, 3).reshape(seq_len, batch, self.num_heads * self.head_dim)
-        return self.out_proj(attended), (weights.detach() if need_weights else None)
+        return torch.matmul(probs, v), (weights.detach() if need_weights else None)
 
     def two_stream(self, content: Tensor, query: Optional[Tensor], memory: Optional[Tensor],
                    distances: SegmentDistances, content_bias: Tensor, position_bias: Tensor,
                    segments: Optional[RelativeSegments], content_mask: Tensor, query_mask: Optional[Tensor],
-                   need_weights: bool = False):
+                   target_mapping: Optional[Tensor] = None, need_weights: bool = False):
         """XLNet's two-stream attention: the content stream h (T, B, d) and the
-        query stream g (T, B, d, or None: content only) both attend to the keys
-        and values of [memory; h]; masks (B, T, K), True where the key is
-        hidden. ``distances`` should be bidirectional. A hidden key scores
-        float32's lowest value, as XLNet's -1e30 (a query that sees no key
-        attends to all alike, not NaN). Returns the outputs of h and g ((T, B,
-        d) each, g's None without g) and, with ``need_weights``, the
-        probabilities (B, H, T, K) of h and of g."""
+        query stream g (P, B, d) at the P targets of ``target_mapping`` (B, P,
+        T) one-hot (g None: content only) both attend to the keys and values
+        of [memory; h]; masks (B, T, K), True where the key is hidden.
+        ``distances`` should be bidirectional. g's queries are placed at their
+        targets' rows of the T query rows only for the scores (as XLNet's
+        code); W_q and the output projection run on the P rows. A hidden key
+        scores float32's lowest value, as XLNet's -1e30 (a query that sees no
+        key attends to all alike, not NaN). Returns the outputs of h (T, B, d)
+        and g (P, B, d, or None) and, with ``need_weights``, the probabilities
+        of h (B, H, T, K) and of g (B, H, P, K)."""
         q, k, v = self._window_projections(content, memory)
-        scores = self.query_scores(q, k, distances, content_bias, position_bias, segments)
+        rows = self.position_rows(distances)  # W_R R once, for both streams
+        scores = self.scores_against_rows(q, k, distances, rows, content_bias, position_bias, segments)
         lowest = torch.finfo(torch.float32).min
         content_out, content_weights = self._attend(scores, v, content_mask[:, None], need_weights, lowest)
         if query is None:
             return content_out, None, (content_weights, None)
-        seq_len, batch, _ = query.shape
-        w_q = self.qkv.weight[:self.num_heads * self.head_dim]  # the streams share W_q
-        q_g = F.linear(query, w_q).view(seq_len, batch, self.num_heads, self.head_dim).permute(1, 2, 0, 3)
-        scores = self.query_scores(q_g, k, distances, content_bias, position_bias, segments)
-        query_out, query_weights = self._attend(scores, v, query_mask[:, None], need_weights, lowest)
+        targets, batch, _ = query.shape
+        seq_len, width = content.size(0), self.num_heads * self.head_dim
+        mapping = target_mapping.to(query.dtype)  # (B, P, T)
+        q_g = F.linear(query, self.qkv.weight[:width]).transpose(0, 1)  # (B, P, H dh): the streams share W_q
+        q_g = torch.bmm(mapping.transpose(1, 2), q_g)  # at the targets' rows of T, zero elsewhere
+        q_g = q_g.view(batch, seq_len, self.num_heads, self.head_dim).transpose(1, 2)  # (B, H, T, dh)
+        scores = self.scores_against_rows(q_g, k, distances, rows, content_bias, position_bias, segments)
+        attended, query_weights = self._attend_heads(scores, v, query_mask[:, None], need_weights, lowest)
+        attended = torch.bmm(mapping, attended.transpose(1, 2).reshape(batch, seq_len, width))  # (B, P, H dh)
+        query_out = self.out_proj(attended).transpose(0, 1)  # (P, B, d)
+        if need_weights:
+            query_weights = torch.matmul(mapping.float()[:, None], query_weights)  # (B, H, P, K)
         return content_out, query_out, (content_weights, query_weights)
 
 

@@ -29,12 +29,14 @@ class XLNetLayer(nn.Module):
     def forward(self, content: Tensor, query: Optional[Tensor], memory: Optional[Tensor],
                 distances: SegmentDistances, content_bias: Tensor, position_bias: Tensor,
                 segments: Optional[RelativeSegments], content_mask: Tensor, query_mask: Optional[Tensor],
+                target_mapping: Optional[Tensor] = None,
                 need_weights: bool = False) -> Tuple[Tensor, Optional[Tensor], tuple]:
-        """content, query (T, B, d) (query may be None); memory (M, B, d): this
-        layer's cached content inputs. Returns both streams' outputs and their
+        """content (T, B, d); query (P, B, d) at the P targets of
+        ``target_mapping`` (B, P, T), or None; memory (M, B, d): this layer's
+        cached content inputs. Returns both streams' outputs and their
         attention probabilities (see ``SegmentRelativeMultiheadAttention.two_stream``)."""
         content_out, query_out, weights = self.attention.two_stream(
             content, query, memory, distances, content_bias, position_bias, segments, content_mask, query_mask,
-            need_weights)
+            target_mapping, need_weights)
         return (self._post(content, content_out), None if query is None else self._post(query, query_out),
                 weights)

@@ -119,7 +119,7 @@ def reference_scores(attention, window, stream, positions, counters, u, v, segme
 def test_two_stream_probabilities_match_pair_by_pair_reference(positions, origin, clamp_len):
     model = make_model(positions, origin, clamp_len, tie=clamp_len > 0)
     captured, weights, positions_of_keys, counters = third_segment(model)
-    for layer_number, (content, query, memory, _, u, v, segments, content_mask, query_mask, _) in \
+    for layer_number, (content, query, memory, _, u, v, segments, content_mask, query_mask, _, _) in \
             enumerate(captured):
         assert memory.shape == (MEM, BATCH, 30) and query is not None
         assert content_mask.shape == (BATCH, SEQ, MEM + SEQ)
@@ -161,3 +161,30 @@ def test_a_token_moves_exactly_the_predictions_that_may_see_it():
     moved = (before - after).abs().amax(-1) > 1e-9  # (B, T) predictions that changed
     assert torch.equal(moved, ~perm_mask[:, :, 3])  # exactly those that may see position 3
     assert isinstance(model.layers[0], XLNetLayer)
+
+
+@pytest.mark.parametrize("positions,origin", [("token", "query"), ("segatron", "query"), ("segatron", "window_end")])
+def test_query_stream_at_the_targets_equals_a_run_at_every_position(positions, origin):
+    """The query stream runs on the P targets' rows only (its projections, LayerNorm and FFN), W_R R is
+    projected once per layer for both streams, and its logits at the targets, given in any order, equal
+    those of a run with every position a target, with memory, to 1e-6 in float64."""
+    model = make_model(positions, origin)
+    tokens, sentence, paragraph = make_stream(REUSE + SEQ)
+    perm_mask, segment_ids, everything = random_order_inputs(torch.Generator().manual_seed(3))
+    picked = torch.tensor([[5, 2, 6], [1, 3, 4]])  # P = 3 targets per row, not in position order
+    mapping = torch.zeros(BATCH, 3, SEQ, dtype=torch.float64).scatter_(2, picked[..., None], 1.0)
+    rows, projections = [], []
+    model.layers[0].ffn.register_forward_hook(lambda module, args, out: rows.append(args[0].size(0)))
+    attention = model.layers[0].attention
+    position_rows = attention.position_rows
+    attention.position_rows = lambda distances: projections.append(1) or position_rows(distances)
+    logits = {}
+    for name, target_mapping in (("all", everything), ("picked", mapping)):
+        model.reset_memory()
+        with torch.no_grad():
+            for cols in (slice(0, SEQ), slice(REUSE, REUSE + SEQ)):  # the second segment with memory
+                logits[name], _ = model(tokens[:, cols], perm_mask, target_mapping, segment_ids,
+                                        sentence[:, cols], paragraph[:, cols], reuse_len=REUSE)
+    assert rows[-2:] == [SEQ, 3] and len(projections) == 4  # content T rows, query P rows; one W_R R a forward
+    expected = logits["all"].gather(1, picked[..., None].expand(-1, -1, logits["all"].size(-1)))
+    torch.testing.assert_close(logits["picked"], expected, rtol=0, atol=1e-6)

@@ -6,6 +6,7 @@ import math
 import pytest
 import torch
 from fairseq.data import Dictionary
+from test_segatron_attention import make_stream  # the same two rows of tokens and start flags
 
 from segatron_fairseq.models.xlnet import XLNetConfig, XLNetModel
 from segatron_fairseq.modules.xlnet_layer import XLNetLayer
@@ -31,14 +32,6 @@ def make_model(positions, origin="query", clamp_len=-1, tie=False):
                       positions=positions, segment_distance_origin=origin, tie_position_biases=tie, init_std=0.3)
     torch.manual_seed(0)
     return XLNetModel(cfg, dictionary).double().eval()
-
-
-def make_stream(length):
-    g = torch.Generator().manual_seed(1)
-    tokens = torch.randint(4, 34, (BATCH, length), generator=g)
-    sentence = torch.rand(BATCH, length, generator=g) < 0.35
-    paragraph = sentence & (torch.rand(BATCH, length, generator=g) < 0.4)
-    return tokens, sentence, paragraph
 
 
 def random_order_inputs(generator):

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from fairseq.data import (
-    Dictionary,
     IdDataset,
     NestedDictionaryDataset,
     NumelDataset,
@@ -28,8 +27,8 @@ from omegaconf import II
 
 from segatron_fairseq.data import ClozeBlockDataset, FieldDataset, SegmentIndexedDataset
 from segatron_fairseq.segments import TABLE_SIZES
-from segatron_fairseq.tasks.single_dictionary_task import SingleDictionaryTask
-from segatron_preprocess.corpus_format import DICT_FILE, INDEX_NAMES, STREAM_STYLE, read_metadata
+from segatron_fairseq.tasks.single_dictionary_task import SingleDictionaryTask, load_corpus_dictionary
+from segatron_preprocess.corpus_format import INDEX_NAMES, STREAM_STYLE, read_metadata
 
 logger = logging.getLogger(__name__)
 
@@ -51,10 +50,7 @@ class ClozeLMTask(SingleDictionaryTask):
 
     @classmethod
     def setup_task(cls, cfg: ClozeLMConfig, **kwargs):
-        path = os.path.join(cfg.data, DICT_FILE)
-        if not os.path.isfile(path):
-            raise FileNotFoundError(f"{path} not found: --task cloze_lm reads a segatron-preprocess directory")
-        dictionary = Dictionary.load(path)
+        dictionary = load_corpus_dictionary(cfg.data, "the data of --task cloze_lm")
         logger.info(f"dictionary: {len(dictionary)} types")
         return cls(cfg, dictionary)
 

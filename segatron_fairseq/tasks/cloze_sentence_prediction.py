@@ -20,7 +20,6 @@ neighbour's), for models pre-trained with ``--segment-positions`` or
 the pre-trained model with ``--restore-file`` (and the ``--reset-*`` flags).
 """
 import logging
-import os
 from dataclasses import dataclass, field
 from typing import List
 
@@ -31,8 +30,8 @@ from segatron_fairseq.data.sentence_prediction_dataset import SentencePrediction
 from segatron_fairseq.models.cloze_two_tower import ClozeTwoTowerModel
 from segatron_fairseq.segments import SEP_SYMBOL
 from segatron_fairseq.tasks.finetuning_task import FinetuningTask
+from segatron_fairseq.tasks.single_dictionary_task import load_corpus_dictionary
 from segatron_fairseq.tasks.text_classification import TextClassificationConfig, TextClassificationTask
-from segatron_preprocess.corpus_format import DICT_FILE
 
 logger = logging.getLogger(__name__)
 
@@ -48,13 +47,7 @@ class ClozeSentencePredictionTask(TextClassificationTask):
     def pretraining_dictionary(cfg: ClozeSentencePredictionConfig) -> Dictionary:
         """The pre-training corpus's dict.txt with ``<sep>`` appended (no
         ``<mask>``: the cloze model never reads one)."""
-        path = os.path.join(cfg.pretrain_data, DICT_FILE)
-        if not os.path.isfile(path):
-            raise FileNotFoundError(f"{path} not found: --pretrain-data is the segatron-preprocess directory of "
-                                    f"pre-training")
-        dictionary = Dictionary.load(path)
-        dictionary.add_symbol(SEP_SYMBOL)
-        return dictionary
+        return load_corpus_dictionary(cfg.pretrain_data, "--pretrain-data", SEP_SYMBOL)
 
     def __init__(self, cfg: ClozeSentencePredictionConfig, dictionary, fmt):
         super().__init__(cfg, dictionary, fmt)

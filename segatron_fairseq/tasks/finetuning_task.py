@@ -25,7 +25,7 @@ class FinetuningTask(SingleDictionaryTask):
 
     @staticmethod
     def pretraining_dictionary(cfg: FinetuningConfig):
-        return load_dictionary_with_mask(cfg.pretrain_data)
+        return load_dictionary_with_mask(cfg.pretrain_data, "--pretrain-data")
 
     @classmethod
     def setup_task(cls, cfg: FinetuningConfig, **kwargs):

@@ -12,7 +12,8 @@ from omegaconf import II
 
 from segatron_fairseq.data.span_masking import MASK_SPAN_MODES, SpanMaskDataset
 from segatron_fairseq.segments import MASK_SYMBOL
-from segatron_preprocess.corpus_format import BPE, DICT_FILE, METADATA_FILE, NO_BPE, WORDPIECE, read_metadata
+from segatron_fairseq.tasks.single_dictionary_task import load_corpus_dictionary
+from segatron_preprocess.corpus_format import BPE, METADATA_FILE, NO_BPE, WORDPIECE, read_metadata
 
 
 @dataclass
@@ -32,14 +33,9 @@ class MaskingConfig(FairseqDataclass):
     seed: int = II("common.seed")
 
 
-def load_dictionary_with_mask(data: str) -> Dictionary:
+def load_dictionary_with_mask(data: str, source: str = "the data of a masked-LM task") -> Dictionary:
     """``data``'s dict.txt plus ``<mask>`` as its last symbol."""
-    path = os.path.join(data, DICT_FILE)
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"{path} not found: the masked-LM tasks read a segatron-preprocess directory")
-    dictionary = Dictionary.load(path)
-    dictionary.add_symbol(MASK_SYMBOL)
-    return dictionary
+    return load_corpus_dictionary(data, source, MASK_SYMBOL)
 
 
 def whole_word_starts(data: str, dictionary: Dictionary, option: str = "--mask-whole-words") -> torch.Tensor:

@@ -30,7 +30,6 @@ import numpy as np
 import torch
 from fairseq.data import (
     AppendTokenDataset,
-    Dictionary,
     IdDataset,
     ListDataset,
     NestedDictionaryDataset,
@@ -47,8 +46,7 @@ from omegaconf import II
 from segatron_fairseq.data import SegmentIndexedDataset, SegmentStreamDataset
 from segatron_fairseq.models.segatron_xl_decoding import GenerationSetup
 from segatron_fairseq.segments import SEGMENT_LEVELS
-from segatron_fairseq.tasks.single_dictionary_task import SingleDictionaryTask
-from segatron_preprocess.corpus_format import DICT_FILE
+from segatron_fairseq.tasks.single_dictionary_task import SingleDictionaryTask, load_corpus_dictionary
 from segatron_preprocess.text_encoder import GenerationIndexer, TextEncoder
 
 logger = logging.getLogger(__name__)
@@ -71,10 +69,8 @@ class SegatronLMConfig(FairseqDataclass):
 class SegatronLMTask(SingleDictionaryTask):
     @classmethod
     def setup_task(cls, cfg: SegatronLMConfig, **kwargs):
-        path = os.path.join(cfg.data, DICT_FILE)
-        if not os.path.isfile(path):
-            raise FileNotFoundError(f"{path} not found: --task segatron_lm reads a segatron-preprocess directory")
-        dictionary = Dictionary.load(path)
+        task_name = getattr(cfg, "_name", None) or "segatron_lm"  # or a task built on it (xlnet_plm)
+        dictionary = load_corpus_dictionary(cfg.data, f"the data of --task {task_name}")
         logger.info(f"dictionary: {len(dictionary)} types")
         return cls(cfg, dictionary)
 

@@ -1,10 +1,27 @@
 """Base of the plugin's tasks: one fairseq dictionary serves as both the
 source and the target vocabulary; a task whose samples only its own criterion
-reads names it (``CRITERION``), and any other is refused when it is built."""
+reads names it (``CRITERION``), and any other is refused when it is built.
+``load_corpus_dictionary`` is how every task reads a corpus's dictionary."""
+import os
 from typing import Optional
 
 from fairseq.data import Dictionary
 from fairseq.tasks import FairseqTask
+
+from segatron_preprocess.corpus_format import DICT_FILE
+
+
+def load_corpus_dictionary(data: str, source: str, *appended: str) -> Dictionary:
+    """The dict.txt of the segatron-preprocess directory ``data`` with the
+    symbols ``appended`` added at its end; ``source``: the option that named
+    ``data`` (the error says it)."""
+    path = os.path.join(data, DICT_FILE)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{path} not found: {source} must be a segatron-preprocess directory")
+    dictionary = Dictionary.load(path)
+    for symbol in appended:
+        dictionary.add_symbol(symbol)
+    return dictionary
 
 
 class SingleDictionaryTask(FairseqTask):

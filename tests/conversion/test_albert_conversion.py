@@ -53,7 +53,8 @@ def _hf_albert(directory, pretraining=True, groups=2, tied=True):
 def test_hf_albert_reproduces_its_logits(tmp_path, pretraining, groups, tied):
     """MLM logits of the real positions (padding, both token types) to 1e-5; AlbertForPreTraining's SOP logits
     from the imported sentence_order head; each group stored once under its first layer."""
-    from segatron_fairseq.conversion.importers.albert import map_albert_vocabulary, read_sentencepiece_vocab
+    from segatron_fairseq.conversion.importers.albert import map_albert_vocabulary
+    from segatron_fairseq.conversion.importers.sentencepiece_vocabulary import read_sentencepiece_vocab
 
     hf_model = _hf_albert(tmp_path / "hf", pretraining, groups, tied)
     run_cli("segatron-import", "hf-albert", "--model-dir", tmp_path / "hf", "--out", tmp_path / "imported")

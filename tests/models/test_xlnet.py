@@ -240,31 +240,15 @@ def test_logits_equal_hugging_face_xlnet_with_the_same_weights():
     from transformers import XLNetConfig as HFConfig
     from transformers import XLNetLMHeadModel
 
+    from segatron_fairseq.conversion.xlnet_names import huggingface_state
+
     length, predictions = 16, 6
     ours = tiny_model(mem_len=8).float()
     d, heads, head_dim = ours.cfg.encoder_embed_dim, ours.cfg.encoder_attention_heads, ours.cfg.encoder_head_dim
     hf = XLNetLMHeadModel(HFConfig(vocab_size=len(ours.output_bias), d_model=d, n_layer=2, n_head=heads,
                                    d_head=head_dim, d_inner=48, ff_activation="gelu", untie_r=True, attn_type="bi",
                                    dropout=0.0, bi_data=False, clamp_len=-1)).eval()
-    transformer = hf.transformer
-    with torch.no_grad():
-        transformer.word_embedding.weight.copy_(ours.embed_tokens.weight)
-        transformer.mask_emb.copy_(ours.mask_emb)
-        hf.lm_loss.bias.copy_(ours.output_bias)
-        for i, (layer, theirs) in enumerate(zip(ours.layers, transformer.layer)):
-            attention, rel_attn = layer.attention, theirs.rel_attn
-            for weight, param in zip([*attention.qkv.weight.chunk(3), attention.r_proj.weight],
-                                     (rel_attn.q, rel_attn.k, rel_attn.v, rel_attn.r)):
-                param.copy_(weight.T.reshape(d, heads, head_dim))  # (d, H, dh): h . W
-            rel_attn.o.copy_(attention.out_proj.weight.reshape(d, heads, head_dim))
-            rel_attn.r_w_bias.copy_(ours.content_bias[i])
-            rel_attn.r_r_bias.copy_(ours.position_bias[i])
-            rel_attn.r_s_bias.copy_(ours.segment_bias[i])
-            rel_attn.seg_embed.copy_(ours.segment_embed[i])
-            rel_attn.layer_norm.load_state_dict(layer.attention_norm.state_dict())
-            theirs.ff.layer_1.load_state_dict(layer.ffn[0].state_dict())
-            theirs.ff.layer_2.load_state_dict(layer.ffn[3].state_dict())
-            theirs.ff.layer_norm.load_state_dict(layer.ffn_norm.state_dict())
+    hf.load_state_dict(huggingface_state(ours.state_dict()))  # conversion/xlnet_names.py: the one mapping
     g = torch.Generator().manual_seed(0)
     tokens = torch.randint(4, 44, (2, 2 * length), generator=g)
     segments = torch.zeros(2, length, dtype=torch.long)

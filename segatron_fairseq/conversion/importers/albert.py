@@ -32,18 +32,6 @@ from .bert import convert_naming_missing_keys, fairseq_positions, map_rows
 from .wordpiece_vocabulary import MappedWordPiece, map_wordpiece
 
 
-def read_sentencepiece_vocab(path: str) -> List[str]:
-    """The pieces of ALBERT's ``spiece.model`` in id order."""
-    import sentencepiece as spm
-
-    processor = spm.SentencePieceProcessor()
-    try:
-        processor.Load(path)
-    except (OSError, RuntimeError) as err:
-        raise ValueError(f"{path}: not a sentencepiece model ({err})") from None
-    return [processor.IdToPiece(i) for i in range(processor.GetPieceSize())]
-
-
 def map_albert_vocabulary(pieces: List[str], source: str) -> MappedWordPiece:
     """ALBERT's pieces (<pad> <unk> [CLS] [SEP] [MASK] ...) as a fairseq
     dictionary, mapped as BERT's WordPiece vocabulary is."""

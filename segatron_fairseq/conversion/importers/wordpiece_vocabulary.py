@@ -9,7 +9,7 @@ dictionary for the masked-LM tasks, which append ``<mask>`` to ``dict.txt``::
 The other tokens keep their order, so ``dict.txt`` lists them as vocab.txt does.
 """
 from dataclasses import dataclass
-from typing import List
+from typing import Dict, List
 
 import torch
 from fairseq.data import Dictionary
@@ -41,18 +41,26 @@ def read_wordpiece_vocab(path: str) -> List[str]:
     return tokens
 
 
-def map_wordpiece(tokens: List[str], source: str) -> MappedWordPiece:
-    missing = [s for s in BERT_SPECIALS if s not in tokens]
+def map_wordpiece(tokens: List[str], source: str, special_names: Dict[str, str] = BERT_SPECIAL_NAMES,
+                  naming: str = "BERT's") -> MappedWordPiece:
+    """``tokens`` (their vocabulary in id order) as a fairseq dictionary:
+    ``special_names`` maps our special symbols to theirs (each must be among
+    ``tokens``; ``MASK_SYMBOL``, when named, is the one the masked-LM tasks
+    append after dict.txt); the other tokens keep their order. ``naming``
+    names their specials in the error."""
+    theirs = tuple(special_names.values())
+    missing = [s for s in theirs if s not in tokens]
     if missing:
-        raise ValueError(f"{source}: BERT's {', '.join(missing)} not among the {len(tokens)} tokens")
+        raise ValueError(f"{source}: {naming} {', '.join(missing)} not among the {len(tokens)} tokens")
     dictionary = Dictionary()
-    clashing = [t for t in tokens if t in dictionary.symbols or t == MASK_SYMBOL]
+    reserved = set(dictionary.symbols) | ({MASK_SYMBOL} & special_names.keys())
+    clashing = [t for t in tokens if t in reserved and t not in theirs]
     if clashing:
         raise ValueError(f"{source}: {clashing[0]} is one of fairseq's special symbols")
     for token in tokens:
-        if token not in BERT_SPECIALS:
+        if token not in theirs:
             dictionary.add_symbol(token, n=len(tokens) - len(dictionary))  # counts fall: dict.txt keeps the order
-    specials = {bert: dictionary.index(ours) if ours != MASK_SYMBOL else len(dictionary)
-                for ours, bert in BERT_SPECIAL_NAMES.items()}
+    specials = {their: dictionary.index(ours) if ours != MASK_SYMBOL else len(dictionary)
+                for ours, their in special_names.items()}
     index = torch.tensor([specials[t] if t in specials else dictionary.index(t) for t in tokens])
     return MappedWordPiece(dictionary, index)

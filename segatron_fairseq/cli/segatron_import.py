@@ -6,6 +6,7 @@
     segatron-import hf-bert --model-dir bert-base-uncased --out DIR
     segatron-import hf-spanbert --model-dir spanbert-base-cased --out DIR
     segatron-import hf-albert --model-dir albert-base-v2 --out DIR
+    segatron-import hf-xlnet --model-dir xlnet-base-cased --out DIR
     segatron-import hf-electra --discriminator electra-small-discriminator --generator electra-small-generator --out DIR
     segatron-import authors-cross-thought --checkpoint cross-thought.pt --dict dict.txt --out DIR
 
@@ -84,18 +85,23 @@ def _bert(args, segabert: bool, spanbert: bool = False) -> str:
     return write_checkpoint(args.out, vocabulary.dictionary, "segabert_mlm", arguments, converted)
 
 
-def _hf_albert(args) -> str:
+def _hf_sentencepiece_model(args, model_type: str, importer: str, map_vocabulary: str, task: str) -> str:
+    """A Hugging Face directory with a sentencepiece ``spiece.model`` (ALBERT's,
+    XLNet's): ``importers/<importer>.py``'s ``map_vocabulary`` and ``convert``."""
     check_out(args)
-    from segatron_fairseq.conversion.importers import albert
+    import importlib
+
     from segatron_fairseq.conversion.importers.fairseq_checkpoint import write_checkpoint
     from segatron_fairseq.conversion.importers.huggingface_files import find_file, read_config, read_weights
+    from segatron_fairseq.conversion.importers.sentencepiece_vocabulary import read_sentencepiece_vocab
 
-    config_path, config = read_config(args.model_dir, "albert")
+    module = importlib.import_module(f"segatron_fairseq.conversion.importers.{importer}")
+    config_path, config = read_config(args.model_dir, model_type)
     state_path, state = read_weights(args.model_dir)
     vocab_path = find_file(args.model_dir, ("spiece.model",), "sentencepiece model")
-    vocabulary = albert.map_albert_vocabulary(albert.read_sentencepiece_vocab(vocab_path), vocab_path)
-    arguments, converted = albert.convert(state, config, vocabulary, state_path, config_path)
-    return write_checkpoint(args.out, vocabulary.dictionary, "segabert_mlm", arguments, converted)
+    vocabulary = getattr(module, map_vocabulary)(read_sentencepiece_vocab(vocab_path), vocab_path)
+    arguments, converted = module.convert(state, config, vocabulary, state_path, config_path)
+    return write_checkpoint(args.out, vocabulary.dictionary, task, arguments, converted)
 
 
 def _hf_electra(args) -> str:
@@ -170,7 +176,16 @@ def cli_main(argv=None) -> None:
     hf_albert.add_argument("--model-dir", required=True,
                            help="config.json, model.safetensors or pytorch_model.bin, spiece.model")
     hf_albert.add_argument("--out", required=True, help="output directory (dict.txt, checkpoint.pt)")
-    hf_albert.set_defaults(run=_hf_albert)
+    hf_albert.set_defaults(run=functools.partial(_hf_sentencepiece_model, model_type="albert", importer="albert",
+                                                 map_vocabulary="map_albert_vocabulary", task="segabert_mlm"))
+    hf_xlnet = formats.add_parser("hf-xlnet", help="a Hugging Face XLNetLMHeadModel (or bare XLNetModel: output "
+                                  "bias zero) directory as an xlnet model with --positions token (task xlnet_plm)")
+    hf_xlnet.add_argument("--model-dir", required=True,
+                          help="config.json, model.safetensors or pytorch_model.bin, spiece.model")
+    hf_xlnet.add_argument("--out", required=True, help="output directory (dict.txt, checkpoint.pt)")
+    hf_xlnet.set_defaults(run=functools.partial(_hf_sentencepiece_model, model_type="xlnet",
+                                                importer="huggingface_xlnet", map_vocabulary="map_xlnet_vocabulary",
+                                                task="xlnet_plm"))
     hf_electra = formats.add_parser("hf-electra", help="Hugging Face ELECTRA (an ElectraForPreTraining and an "
                                     "ElectraForMaskedLM directory) as segabert_electra's baseline (no index tables)")
     hf_electra.add_argument("--discriminator", required=True, help="the ElectraForPreTraining directory "

@@ -14,16 +14,20 @@ assert transformers.__version__ == "4.35.2", transformers.__version__
 VOCAB_SIZE = 60
 
 
-def _spiece(directory):
-    """A sentencepiece model of 60 pieces laid out as ALBERT's: <pad> <unk> [CLS] [SEP] [MASK] first."""
+ALBERT_PIECES = dict(pad_id=0, unk_id=1, bos_id=-1, eos_id=-1, control_symbols=["[CLS]", "[SEP]", "[MASK]"])
+
+
+def _spiece(directory, vocab_size=VOCAB_SIZE, **special_pieces):
+    """A sentencepiece model of ``vocab_size`` whole-word pieces (words w0x..w79x), its special pieces laid out
+    by ``special_pieces`` (the trainer's options; default ALBERT's: <pad> <unk> [CLS] [SEP] [MASK] first)."""
     import sentencepiece as spm
 
     text = directory / "spm.txt"
     words = [f"w{i}x" for i in range(80)]
     text.write_text("\n".join(" ".join(words[(k * 7 + j) % 80] for j in range(12)) for k in range(200)) + "\n")
-    spm.SentencePieceTrainer.train(input=str(text), model_prefix=str(directory / "spiece"), vocab_size=VOCAB_SIZE,
-                                   pad_id=0, unk_id=1, bos_id=-1, eos_id=-1, model_type="word", minloglevel=2,
-                                   control_symbols=["[CLS]", "[SEP]", "[MASK]"], hard_vocab_limit=True)
+    spm.SentencePieceTrainer.train(input=str(text), model_prefix=str(directory / "spiece"), vocab_size=vocab_size,
+                                   model_type="word", minloglevel=2, hard_vocab_limit=True,
+                                   **(special_pieces or ALBERT_PIECES))
     (directory / "spiece.vocab").unlink()
     text.unlink()
 

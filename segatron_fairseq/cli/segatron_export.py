@@ -6,7 +6,8 @@ writes a Hugging Face directory: ``BertForMaskedLM`` for a segabert_bert_* model
 ``AlbertForMaskedLM`` for one with a factorized embedding or shared layers (segabert_bert_albert_*),
 ``SegaBertForMaskedLM`` for SegaBERT and ``CrossThoughtForMaskedLM`` for Cross-Thought
 (remote code, ``trust_remote_code=True``); for a segabert_bert_electra_* model, DIR/discriminator
-(``ElectraForPreTraining``) and DIR/generator (``ElectraForMaskedLM``).
+(``ElectraForPreTraining``) and DIR/generator (``ElectraForMaskedLM``); ``XLNetLMHeadModel`` for
+XLNet with ``--positions token`` (with a sentencepiece corpus: its spiece.model for ``XLNetTokenizer``).
 CORPUS is the segatron-preprocess directory whose sub-words the tokenizer files
 reproduce.
 """
@@ -22,6 +23,7 @@ def _hf(args) -> str:
         huggingface_bert,
         huggingface_cross_thought,
         huggingface_electra,
+        huggingface_xlnet,
     )
     from segatron_fairseq.hub.checkpoints import checkpoint_model_name, load_checkpoint, read_checkpoint
     from segatron_preprocess import subwords
@@ -33,7 +35,7 @@ def _hf(args) -> str:
     state = read_checkpoint(args.checkpoint)
     model_name = checkpoint_model_name(state)
     exporters = {"segabert": huggingface_bert, "cross_thought": huggingface_cross_thought,
-                 "segabert_electra": huggingface_electra}
+                 "segabert_electra": huggingface_electra, "xlnet": huggingface_xlnet}
     if model_name not in exporters:
         raise NotImplementedError(f"{args.checkpoint}: a {model_name} checkpoint, which has no Hugging Face "
                                   "class (Segatron-XL's memory and segment distances have none)")
@@ -48,10 +50,10 @@ def _hf(args) -> str:
 
 def cli_main(argv=None) -> None:
     parser, formats = new_parser("segatron-export", __doc__.splitlines()[0])
-    hf = formats.add_parser("hf", help="a segabert, segabert_electra (baseline) or cross_thought checkpoint "
-                            "as a Hugging Face directory")
+    hf = formats.add_parser("hf", help="a segabert, segabert_electra (baseline), cross_thought or xlnet "
+                            "(--positions token) checkpoint as a Hugging Face directory")
     hf.add_argument("--checkpoint", required=True,
-                    help="a checkpoint of a segabert, segabert_electra or cross_thought model")
+                    help="a checkpoint of a segabert, segabert_electra, cross_thought or xlnet model")
     hf.add_argument("--data", required=True, help="its corpus (segatron-preprocess directory: dict.txt, sub-words)")
     hf.add_argument("--out", required=True, help="the directory to write (must not exist)")
     hf.set_defaults(run=_hf)

@@ -103,7 +103,7 @@ def embedded_symbols(model_state: Dict) -> Optional[int]:
     """Rows of a checkpoint's token embedding (an adaptive input's bands
     together), or None when it has none of the plugin's."""
     for key in ("encoder.sentence_encoder.embed_tokens.weight", "decoder.embed_tokens.weight",
-                "network.embed_tokens.weight"):
+                "network.embed_tokens.weight", "embed_tokens.weight"):
         if key in model_state:
             return model_state[key].size(0)
     bands = [value.size(0) for key, value in model_state.items() if _ADAPTIVE_INPUT_BAND.fullmatch(key)]

@@ -17,15 +17,15 @@ assert transformers.__version__ == "4.35.2", transformers.__version__
 
 VOCAB_SIZE = 60
 # XLNet's spiece.model: <unk> <s> </s> <cls> <sep> <pad> <mask> <eod> <eop> at ids 0..8
-XLNET_PIECES = dict(unk_id=0, bos_id=1, eos_id=2, pad_id=-1, control_symbols=["<cls>", "<sep>", "<pad>", "<mask>",
-                                                                                "<eod>"], user_defined_symbols=["<eop>"])
+XLNET_PIECES = dict(unk_id=0, bos_id=1, eos_id=2, pad_id=-1, user_defined_symbols=["<eop>"],
+                    control_symbols=["<cls>", "<sep>", "<pad>", "<mask>", "<eod>"])
 LENGTH, REUSE, PREDICTIONS = 16, 8, 6
 
 
 def _hf_xlnet(directory, lm_head=True, safetensors=True, untie_r=True, **config):
     """A random XLNetLMHeadModel (or bare XLNetModel): 12 layers of 12 heads of 4 (d 48, FFN 64), memory 8 of the
-    first 8 positions (reuse_len), every parameter drawn at a visible scale (N(0, 0.15); with ``untie_r`` false one bias set
-    copied to every layer, as Hugging Face's TensorFlow loader does), saved beside an XLNet-style spiece.model."""
+    first 8 positions (reuse_len), every parameter drawn at a visible scale (N(0, 0.15); with ``untie_r`` false one
+    bias set copied to every layer, as Hugging Face's TensorFlow loader does), beside an XLNet-style spiece.model."""
     from transformers import XLNetConfig, XLNetLMHeadModel, XLNetModel
 
     directory.mkdir(parents=True, exist_ok=True)
@@ -48,7 +48,7 @@ def _hf_xlnet(directory, lm_head=True, safetensors=True, untie_r=True, **config)
 
 
 def _two_segments(vocab_size):
-    """Their ids (2, LENGTH + REUSE): two samples a row, the second starting REUSE later (XLNet's reuse part);
+    """Our ids (2, LENGTH + REUSE): two samples a row, the second starting REUSE later (XLNet's reuse part);
     token types 1 from position 11; perm_mask (2, LENGTH, LENGTH) and target_mapping (2, P, LENGTH) of
     permutation_sample (the first REUSE positions a part of their own)."""
     ids = torch.randint(0, vocab_size, (2, LENGTH + REUSE), generator=torch.Generator().manual_seed(1))
@@ -63,25 +63,25 @@ def _two_segments(vocab_size):
     return ids, token_type, perm_mask, mapping
 
 
-def _assert_same_logits(hf_model, ours, index):
-    """``ours`` (our xlnet, ids mapped by ``index``: their id -> ours) and ``hf_model`` (their ids) give the same
-    query-stream logits at the targets for two samples, the second with each one's memory of the first's reuse part
-    (Hugging Face's own mems), and the same content-stream logits without targets."""
-    ids, token_type, perm_mask, mapping = _two_segments(len(index))
+def _assert_same_logits(hf_model, ours, their_ids, reuse_len=REUSE):
+    """``ours`` (our xlnet) and ``hf_model`` give the same logits at each of our symbols (``their_ids``: our id ->
+    theirs): the query stream's at the targets for two samples, the second with each one's memory of the first
+    (``reuse_len`` positions of it; Hugging Face's own mems), and the content stream's without targets."""
+    ids, token_type, perm_mask, mapping = _two_segments(len(their_ids))
     mems = None
     ours.reset_memory()
     with torch.no_grad():
         for start in (0, REUSE):
             segment = ids[:, start:start + LENGTH]
-            theirs = hf_model(segment, perm_mask=perm_mask, target_mapping=mapping, token_type_ids=token_type,
-                              mems=mems, use_mems=True)
+            theirs = hf_model(their_ids[segment], perm_mask=perm_mask, target_mapping=mapping,
+                              token_type_ids=token_type, mems=mems, use_mems=True)
             mems = theirs.mems
-            logits, _ = ours(index[segment], perm_mask, mapping, token_type, reuse_len=REUSE)
-            torch.testing.assert_close(logits[..., index], theirs.logits, rtol=0, atol=1e-5)
+            logits, _ = ours(segment, perm_mask, mapping, token_type, reuse_len=reuse_len)
+            torch.testing.assert_close(logits, theirs.logits[..., their_ids], rtol=0, atol=1e-5)
         ours.reset_memory()
-        logits, _ = ours(index[ids[:, :LENGTH]], segment_ids=token_type)
-        theirs = hf_model(ids[:, :LENGTH], token_type_ids=token_type).logits
-        torch.testing.assert_close(logits[..., index], theirs, rtol=0, atol=1e-5)
+        logits, _ = ours(ids[:, :LENGTH], segment_ids=token_type)
+        theirs = hf_model(their_ids[ids[:, :LENGTH]], token_type_ids=token_type).logits
+        torch.testing.assert_close(logits, theirs[..., their_ids], rtol=0, atol=1e-5)
 
 
 def _index(directory):
@@ -106,7 +106,7 @@ def test_hf_xlnet_reproduces_its_logits(tmp_path, safetensors, untie_r):
     assert task.dictionary.symbols[:8] == ["<s>", "<pad>", "</s>", "<unk>", "<cls>", "<sep>", "<mask>", "<eod>"]
     index = _index(tmp_path / "hf")
     assert index[:6].tolist() == [3, 0, 2, 4, 5, 1]  # <unk> <s> </s> <cls> <sep> <pad>
-    _assert_same_logits(hf_model, ours, index)
+    _assert_same_logits(hf_model, ours, torch.argsort(index))
 
 
 def test_a_bare_xlnet_model_imports_with_a_zero_output_bias(tmp_path):
@@ -119,8 +119,8 @@ def test_a_bare_xlnet_model_imports_with_a_zero_output_bias(tmp_path):
     index = _index(tmp_path / "hf")
     ids, token_type, _, _ = _two_segments(VOCAB_SIZE)
     with torch.no_grad():
-        theirs = hf_model(ids[:, :LENGTH], token_type_ids=token_type).last_hidden_state
-        _, extra = ours(index[ids[:, :LENGTH]], segment_ids=token_type, features_only=True)
+        theirs = hf_model(torch.argsort(index)[ids[:, :LENGTH]], token_type_ids=token_type).last_hidden_state
+        _, extra = ours(ids[:, :LENGTH], segment_ids=token_type, features_only=True)
     torch.testing.assert_close(extra["content"], theirs, rtol=0, atol=1e-5)
 
 
@@ -140,3 +140,86 @@ def test_hf_xlnet_refusals_name_the_file(tmp_path, key, value, message):
                   expect_ok=False)
     assert message in out
     assert not (tmp_path / "x").exists()
+
+
+# ---- segatron-export hf ------------------------------------------------------------------------------------------
+
+def _write_xlnet_checkpoint(directory, corpus, positions="token", tie_position_biases=False):
+    """An xlnet checkpoint (task xlnet_plm) on ``corpus``'s dictionary, 2 layers of 4 heads of 8, memory 8, every
+    parameter drawn at a visible scale; written as fairseq-train would (``fairseq_checkpoint.write_checkpoint``)."""
+    from fairseq.data import Dictionary
+
+    from segatron_fairseq.conversion.importers.fairseq_checkpoint import write_checkpoint
+    from segatron_fairseq.models.xlnet import XLNetConfig, XLNetModel
+
+    dictionary = Dictionary.load(str(corpus / "dict.txt"))
+    settings = dict(encoder_layers=2, encoder_embed_dim=32, encoder_attention_heads=4, encoder_head_dim=8,
+                    encoder_ffn_embed_dim=48, mem_len=REUSE, positions=positions,
+                    tie_position_biases=tie_position_biases, init_std=0.3)
+    torch.manual_seed(1)
+    model = XLNetModel(XLNetConfig(**settings), dictionary)
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            if name.endswith("norm.weight"):
+                parameter.normal_(1.0, 0.3)
+    arguments = ["--arch", "xlnet_tiny", *[str(a) for key, value in settings.items() if value is not False
+                                          for a in (f"--{key.replace('_', '-')}", value) if a is not True]]
+    return write_checkpoint(str(directory), dictionary, "xlnet_plm", arguments, model.state_dict())
+
+
+@pytest.fixture(scope="module")
+def sentencepiece_corpus(tmp_path_factory):
+    """Generated WikiText binarized with a unigram sentencepiece model trained by segatron-preprocess: its pieces
+    have no <s> <pad> </s>, and dict.txt (frequency order, madeupword padding) lacks some of its pieces."""
+    from conftest import binarized_training_text
+
+    return binarized_training_text(tmp_path_factory.mktemp("xlnet_sentencepiece"), 6, 3, "--bpe", "sentencepiece",
+                                   "--bpe-vocab-size", "100")
+
+
+def _exported_ids(corpus, exported):
+    """(our id -> exported id) and the exported directory's symbols, by the dictionary's and config's symbols."""
+    from fairseq.data import Dictionary
+
+    from segatron_fairseq.conversion.exporters.huggingface_xlnet import exported_symbols
+    from segatron_preprocess.subwords import SentencePiece
+
+    dictionary = Dictionary.load(str(corpus / "dict.txt"))
+    symbols, pieces = exported_symbols(dictionary, SentencePiece(str(exported / "spiece.model")))
+    assert len(symbols) == json.loads((exported / "config.json").read_text())["vocab_size"]
+    position = {symbol: i for i, symbol in enumerate(symbols)}
+    return torch.tensor([position[symbol] for symbol in dictionary.symbols]), symbols, pieces, dictionary
+
+
+@pytest.mark.parametrize("tie_position_biases", [False, True])
+def test_export_to_xlnet_lm_head_model(sentencepiece_corpus, tmp_path, tie_position_biases):
+    """A --positions token xlnet on a sentencepiece corpus as XLNetLMHeadModel (4.35.2): ids are the spiece.model's
+    (then fairseq's symbols it lacks), logits equal ours to 1e-5 at every symbol of ours, with and without memory;
+    pieces our dictionary lacks get no probability; XLNetTokenizer on the exported spiece.model gives the exported
+    ids of our pieces."""
+    from transformers import XLNetLMHeadModel, XLNetTokenizer
+
+    from segatron_preprocess.subwords import SentencePiece
+
+    checkpoint = _write_xlnet_checkpoint(tmp_path / "ckpt", sentencepiece_corpus,
+                                         tie_position_biases=tie_position_biases)
+    run_cli("segatron-export", "hf", "--checkpoint", checkpoint, "--data", sentencepiece_corpus, "--out",
+            tmp_path / "hf")
+    index, symbols, pieces, dictionary = _exported_ids(sentencepiece_corpus, tmp_path / "hf")
+    assert symbols[:len(pieces)] == pieces and {"<s>", "<pad>", "</s>"} <= set(symbols[len(pieces):])
+    absent = [i for i, piece in enumerate(pieces) if piece not in dictionary.indices]
+    assert absent, "the test needs pieces that the dictionary lacks"
+    config = json.loads((tmp_path / "hf" / "config.json").read_text())
+    assert config["untie_r"] == (not tie_position_biases) and config["pad_token_id"] == symbols.index("<pad>")
+    hf_model = XLNetLMHeadModel.from_pretrained(tmp_path / "hf").eval()
+    ours, _ = _load(checkpoint)
+    _assert_same_logits(hf_model, ours, index, reuse_len=None)  # the export's reuse_len: null, all of a sample
+    with torch.no_grad():
+        theirs = hf_model(index[torch.arange(4, 20)][None]).logits
+    assert theirs[..., absent].max() < -5000
+    tokenizer = XLNetTokenizer.from_pretrained(tmp_path / "hf")
+    text = (sentencepiece_corpus.parent / "train.txt").read_text().splitlines()[3].strip()
+    our_pieces = SentencePiece(str(sentencepiece_corpus / "sentencepiece.model")).encode(text)
+    assert all(piece in dictionary.indices for piece in our_pieces)
+    assert tokenizer(text, add_special_tokens=False).input_ids == [symbols.index(piece) for piece in our_pieces]
+    assert tokenizer.pad_token_id == symbols.index("<pad>") and tokenizer.cls_token is None

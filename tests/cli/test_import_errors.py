@@ -25,6 +25,11 @@ def files(tmp_path_factory):
                          ("hf_latin1", '{"model_type": "transfo-xl\u00e9"}')):
         (tmp / name).mkdir()
         (tmp / name / "config.json").write_bytes(config.encode("latin-1"))
+    for name in ("hf_xlnet_no_weights", "hf_xlnet_bad_spiece"):
+        (tmp / name).mkdir()
+        (tmp / name / "config.json").write_text(json.dumps({"model_type": "xlnet"}))
+    torch.save({}, tmp / "hf_xlnet_bad_spiece" / "pytorch_model.bin")
+    (tmp / "hf_xlnet_bad_spiece" / "spiece.model").write_bytes(b"not a sentencepiece model")
     return {"tmp": tmp, "missing": tmp / "missing"}
 
 
@@ -48,6 +53,13 @@ CASES = {  # name: (arguments, what the error names)
                                      "{tmp}/hf_no_vocab_size/config.json: no vocab_size"),
     "hf config not UTF-8": (["hf-transformer-xl", "--model-dir", "{tmp}/hf_latin1"],
                             "{tmp}/hf_latin1/config.json: not valid UTF-8"),
+    "hf-xlnet without weights": (["hf-xlnet", "--model-dir", "{tmp}/hf_xlnet_no_weights"],
+                                 "{tmp}/hf_xlnet_no_weights: no weights (model.safetensors or pytorch_model.bin)"),
+    "hf-xlnet spiece.model not sentencepiece": (["hf-xlnet", "--model-dir", "{tmp}/hf_xlnet_bad_spiece"],
+                                                "{tmp}/hf_xlnet_bad_spiece/spiece.model: not a sentencepiece model"),
+    "hf-xlnet config of another model": (["hf-xlnet", "--model-dir", "{tmp}/hf_no_vocab_size"],
+                                         "{tmp}/hf_no_vocab_size/config.json: model_type is 'transfo-xl', not "
+                                         "'xlnet'"),
     "tgt-len 0": (["hf-transformer-xl", "--model-dir", "{tmp}/hf_no_vocab_size", "--tgt-len", "0"], "--tgt-len"),
     "tgt-len negative": (["hf-transformer-xl", "--model-dir", "{tmp}/hf_no_vocab_size", "--tgt-len", "-1"],
                          "--tgt-len"),

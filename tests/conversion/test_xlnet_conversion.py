@@ -223,3 +223,60 @@ def test_export_to_xlnet_lm_head_model(sentencepiece_corpus, tmp_path, tie_posit
     assert all(piece in dictionary.indices for piece in our_pieces)
     assert tokenizer(text, add_special_tokens=False).input_ids == [symbols.index(piece) for piece in our_pieces]
     assert tokenizer.pad_token_id == symbols.index("<pad>") and tokenizer.cls_token is None
+
+
+def test_import_binarize_export_round_trip(tmp_path):
+    """import -> text binarized with the model's spiece.model and dict.txt (docs/xlnet-huggingface.md's commands) ->
+    export gives the original weights exactly; importing that export gives the same dict.txt and state dict."""
+    from safetensors.torch import load_file
+
+    hf_model = _hf_xlnet(tmp_path / "hf")
+    run_cli("segatron-import", "hf-xlnet", "--model-dir", tmp_path / "hf", "--out", tmp_path / "imported")
+    words = [f"w{i}x" for i in range(90)]  # some are no piece of the 60: <unk>
+    (tmp_path / "text.txt").write_text("\n".join(" ".join(words[(k * 11 + j) % 90] for j in range(9)) + " ."
+                                                 for k in range(40)) + "\n")
+    run_cli("segatron-preprocess", "--input-format", "lines", "--bpe", "sentencepiece", "--bpe-model",
+            tmp_path / "hf" / "spiece.model", "--srcdict", tmp_path / "imported" / "dict.txt", "--trainpref",
+            tmp_path / "text.txt", "--destdir", tmp_path / "bin")
+    run_cli("segatron-export", "hf", "--checkpoint", tmp_path / "imported" / "checkpoint.pt", "--data",
+            tmp_path / "bin", "--out", tmp_path / "exported")
+    exported = load_file(tmp_path / "exported" / "model.safetensors")
+    original = hf_model.state_dict()
+    assert exported.keys() == original.keys()
+    for key, value in original.items():
+        assert torch.equal(exported[key], value), key
+    run_cli("segatron-import", "hf-xlnet", "--model-dir", tmp_path / "exported", "--out", tmp_path / "again")
+    assert (tmp_path / "again" / "dict.txt").read_text() == (tmp_path / "imported" / "dict.txt").read_text()
+    first, second = (torch.load(tmp_path / name / "checkpoint.pt", weights_only=False)["model"]
+                     for name in ("imported", "again"))
+    assert first.keys() == second.keys() and all(torch.equal(first[key], second[key]) for key in first)
+
+
+def test_export_refuses_segatron_positions(sentencepiece_corpus, tmp_path):
+    """One line naming the option, no traceback, nothing written (cli_errors.assert_user_error's checks)."""
+    checkpoint = _write_xlnet_checkpoint(tmp_path / "ckpt", sentencepiece_corpus, positions="segatron")
+    out = run_cli("segatron-export", "hf", "--checkpoint", checkpoint, "--data", sentencepiece_corpus, "--out",
+                  tmp_path / "hf", expect_ok=False)
+    assert "Traceback" not in out
+    assert out.strip().splitlines()[-1].startswith("segatron-export: error: --positions segatron: no Hugging Face "
+                                                "class has XLNet with Segatron's"), out[-2000:]
+    assert not (tmp_path / "hf").exists()
+
+
+@pytest.mark.end_to_end
+def test_the_newest_transformers_loads_the_xlnet_export(sentencepiece_corpus, tmp_path):
+    """The export loads in the newest transformers release (a subprocess) with the logits of 4.35.2, memory aside."""
+    from transformers import XLNetLMHeadModel
+    from transformers_newest import newest_outputs
+
+    checkpoint = _write_xlnet_checkpoint(tmp_path / "ckpt", sentencepiece_corpus)
+    run_cli("segatron-export", "hf", "--checkpoint", checkpoint, "--data", sentencepiece_corpus, "--out",
+            tmp_path / "hf")
+    index = _exported_ids(sentencepiece_corpus, tmp_path / "hf")[0]
+    ids, token_type, perm_mask, mapping = _two_segments(len(index))
+    inputs = dict(input_ids=index[ids[:, :LENGTH]], perm_mask=perm_mask, target_mapping=mapping,
+                  token_type_ids=token_type)
+    with torch.no_grad():
+        expected = XLNetLMHeadModel.from_pretrained(tmp_path / "hf").eval()(**inputs).logits
+    torch.testing.assert_close(newest_outputs(tmp_path, tmp_path / "hf", "XLNetLMHeadModel", inputs), expected,
+                               rtol=0, atol=1e-5)

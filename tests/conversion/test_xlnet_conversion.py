@@ -103,6 +103,8 @@ def test_hf_xlnet_reproduces_its_logits(tmp_path, safetensors, untie_r):
     assert (cfg.encoder_layers, cfg.encoder_embed_dim, cfg.encoder_attention_heads, cfg.encoder_head_dim,
             cfg.encoder_ffn_embed_dim, cfg.mem_len, cfg.positions) == (12, 48, 12, 4, 64, REUSE, "token")
     assert cfg.tie_position_biases == (not untie_r) and ours.content_bias.size(0) == (1 if not untie_r else 12)
+    saved = torch.load(tmp_path / "imported" / "checkpoint.pt", weights_only=False)["cfg"]
+    assert (saved["task"]["_name"], saved["criterion"]["_name"]) == ("xlnet_plm", "xlnet_plm")  # fairseq-validate's
     assert task.dictionary.symbols[:8] == ["<s>", "<pad>", "</s>", "<unk>", "<cls>", "<sep>", "<mask>", "<eod>"]
     index = _index(tmp_path / "hf")
     assert index[:6].tolist() == [3, 0, 2, 4, 5, 1]  # <unk> <s> </s> <cls> <sep> <pad>

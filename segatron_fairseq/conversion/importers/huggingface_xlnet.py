@@ -52,11 +52,12 @@ def _arguments(config: Dict, source: str) -> List[str]:
     for key, (refuse, why) in refused.items():
         if refuse:
             raise NotImplementedError(f"{source}: {key} {config[key]!r} ({why})")
-    arguments = ["--arch", "xlnet_base", "--positions", "token", "--encoder-layers", config["n_layer"],
-                 "--encoder-embed-dim", config["d_model"], "--encoder-attention-heads", config["n_head"],
-                 "--encoder-head-dim", config["d_head"], "--encoder-ffn-embed-dim", config["d_inner"],
-                 "--dropout", config["dropout"], "--attention-dropout", config["dropout"],
-                 "--clamp-len", config.get("clamp_len", -1)]
+    # the criterion recorded so that fairseq-validate scores the checkpoint as a trained one
+    arguments = ["--arch", "xlnet_base", "--criterion", "xlnet_plm", "--positions", "token",
+                 "--encoder-layers", config["n_layer"], "--encoder-embed-dim", config["d_model"],
+                 "--encoder-attention-heads", config["n_head"], "--encoder-head-dim", config["d_head"],
+                 "--encoder-ffn-embed-dim", config["d_inner"], "--dropout", config["dropout"],
+                 "--attention-dropout", config["dropout"], "--clamp-len", config.get("clamp_len", -1)]
     if config.get("mem_len"):  # null (keep every state, as the released configs): xlnet_base's 384
         arguments += ["--mem-len", config["mem_len"]]
     return [str(a) for a in arguments]

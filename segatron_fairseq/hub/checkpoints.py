@@ -34,7 +34,8 @@ from segatron_preprocess.corpus_format import DICT_FILE
 DEFAULT_CHECKPOINT = "checkpoint_best.pt"  # fairseq-train's best checkpoint
 # what each model's hub interface offers, for the error on a checkpoint of another model
 HUB_USES = {"segatron_xl": "Segatron-XL scoring and generation", "segabert": "SegaBERT features and predictions",
-            "cross_thought": "Cross-Thought embeddings and ranking", "cloze_two_tower": "cloze scores"}
+            "cross_thought": "Cross-Thought embeddings and ranking", "cloze_two_tower": "cloze scores",
+            "xlnet": "segatron-predict on XLNet"}
 # model -> the registered task its hub sets up on the corpus, whatever task the checkpoint was trained with
 CORPUS_TASKS = {"cross_thought": "cross_thought_mlm"}
 # model -> the model whose hub serves its checkpoints (ELECTRA's: its discriminator is a SegaBERT encoder)
@@ -103,7 +104,7 @@ def embedded_symbols(model_state: Dict) -> Optional[int]:
     """Rows of a checkpoint's token embedding (an adaptive input's bands
     together), or None when it has none of the plugin's."""
     for key in ("encoder.sentence_encoder.embed_tokens.weight", "decoder.embed_tokens.weight",
-                "network.embed_tokens.weight"):
+                "network.embed_tokens.weight", "embed_tokens.weight"):
         if key in model_state:
             return model_state[key].size(0)
     bands = [value.size(0) for key, value in model_state.items() if _ADAPTIVE_INPUT_BAND.fullmatch(key)]

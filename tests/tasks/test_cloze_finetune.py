@@ -75,8 +75,8 @@ def test_glue_pairs_fine_tune_from_cloze_lm_and_predict(cloze_trained, segabert_
         f"needs one fine-tuned with the task cloze_sentence_prediction") and "Traceback" not in refused
     squad = run_cli("segatron-predict", "squad", "--checkpoint", pretrained, "--pretrain-data", corpus, "--input",
                     glue / "dev.tsv", "--out", tmp_path / "other" / "answers.json", "--cpu", expect_ok=False)
-    assert squad.strip().splitlines()[-1] == (f"segatron-predict: error: {pretrained}: a cloze_two_tower "
-                                              f"checkpoint; segatron-predict squad serves segabert checkpoints")
+    assert squad.strip().splitlines()[-1] == (f"segatron-predict: error: {pretrained}: a cloze_two_tower checkpoint; "
+                                              f"segatron-predict squad serves segabert and xlnet checkpoints")
     other_corpus = run_cli("segatron-predict", "glue", "--checkpoint", tmp_path / "ft" / "checkpoint_last.pt",
                            "--pretrain-data", segabert_corpus, "--glue-task", "RTE", "--data", glue,
                            "--out", tmp_path / "other", "--cpu", expect_ok=False)

@@ -3,7 +3,7 @@ paragraph starts read from the layout's indexes, token types as segment ids, and
 restored into a model whose dictionary has <mask> appended."""
 import pytest
 import torch
-from fairseq.data import Dictionary
+from test_cloze_two_tower_finetuning import dictionary
 from test_xlnet import tiny_model
 
 from segatron_fairseq.models.xlnet import XLNetConfig, XLNetModel
@@ -74,20 +74,11 @@ def test_the_classification_head_reads_the_first_token():
     torch.testing.assert_close(logits, head.out_proj(torch.tanh(head.dense(features[:, 0]))), rtol=0, atol=1e-12)
 
 
-def _dictionary(*appended):
-    dictionary = Dictionary()
-    for i in range(40):
-        dictionary.add_symbol(f"w{i}")
-    for symbol in appended:
-        dictionary.add_symbol(symbol)
-    return dictionary
-
-
 def _model(positions="token", *appended, origin="query"):
     torch.manual_seed(1)
     cfg = XLNetConfig(encoder_layers=1, encoder_embed_dim=16, encoder_attention_heads=2, encoder_head_dim=8,
                       encoder_ffn_embed_dim=24, positions=positions, segment_distance_origin=origin)
-    return XLNetModel(cfg, _dictionary(*appended))
+    return XLNetModel(cfg, dictionary(*appended))
 
 
 def test_a_pretraining_checkpoint_restores_into_a_finetuning_model():
@@ -99,12 +90,12 @@ def test_a_pretraining_checkpoint_restores_into_a_finetuning_model():
     state = dict(pretrained)
     model.upgrade_state_dict_named(state, "")
     model.load_state_dict(state, strict=True)
-    assert model.embed_tokens.weight.shape == (45, 16) and model.output_bias.shape == (45,)
-    torch.testing.assert_close(model.embed_tokens.weight[:44], pretrained["embed_tokens.weight"], rtol=0, atol=0)
-    torch.testing.assert_close(model.embed_tokens.weight[44], own_mask_row, rtol=0, atol=0)
+    assert model.embed_tokens.weight.shape == (41, 16) and model.output_bias.shape == (41,)
+    torch.testing.assert_close(model.embed_tokens.weight[:40], pretrained["embed_tokens.weight"], rtol=0, atol=0)
+    torch.testing.assert_close(model.embed_tokens.weight[40], own_mask_row, rtol=0, atol=0)
     torch.testing.assert_close(model.classification_heads["glue"].dense.weight, own_head, rtol=0, atol=0)
-    other_corpus = {**pretrained, "embed_tokens.weight": pretrained["embed_tokens.weight"][:40]}
-    with pytest.raises(ValueError, match=r"the xlnet checkpoint's embed_tokens.weight has 40 rows, this model's 45"):
+    other_corpus = {**pretrained, "embed_tokens.weight": pretrained["embed_tokens.weight"][:36]}
+    with pytest.raises(ValueError, match=r"the xlnet checkpoint's embed_tokens.weight has 36 rows, this model's 41"):
         model.upgrade_state_dict_named(other_corpus, "")
 
 

@@ -333,18 +333,38 @@ def albert_checkpoint(segabert_corpus, tmp_path_factory):
     return directory / "checkpoint_last.pt"
 
 
+@pytest.fixture(scope="session")
+def xlnet_checkpoints(segabert_corpus, tmp_path_factory):
+    """{positions: checkpoint_last.pt} of xlnet_tiny with --positions token and segatron after 6 updates of the
+    permutation LM on ``segabert_corpus`` (samples of 32 tokens, reuse part 16, memory 16)."""
+    directory = tmp_path_factory.mktemp("xlnet")
+    checkpoints = {}
+    for positions in ("token", "segatron"):
+        fairseq_train(segabert_corpus, task="xlnet_plm", arch="xlnet_tiny", criterion="xlnet_plm",
+                      save_dir=directory / positions, lr=3e-3,
+                      extra=["--positions", positions, "--tokens-per-sample", 32, "--reuse-len", 16, "--batch-size", 4,
+                             "--max-update", 6, "--no-epoch-checkpoints", "--disable-validation"])
+        checkpoints[positions] = directory / positions / "checkpoint_last.pt"
+    return checkpoints
+
+
 # the pre-trained kinds the fine-tuning tests start from: architecture, model options, the fixture of the checkpoint
+# (a fixture of several checkpoints: {the first model option's value or the architecture: checkpoint})
 PRETRAINED_KINDS = {"segabert": ("segabert_tiny", [], "segabert_checkpoint"),
                     "bert": ("segabert_bert_tiny", [], "segabert_bert_checkpoint"),
                     "albert": ("segabert_tiny", ALBERT_TINY, "albert_checkpoint"),
-                    "electra": ("segabert_electra_tiny", [], "electra_checkpoints")}
+                    "electra": ("segabert_electra_tiny", [], "electra_checkpoints"),
+                    "xlnet": ("xlnet_tiny", ["--positions", "segatron"], "xlnet_checkpoints"),
+                    "xlnet_token": ("xlnet_tiny", ["--positions", "token"], "xlnet_checkpoints")}
 
 
 def pretrained_kind(request, kind):
     """(architecture, model options, checkpoint) of a ``PRETRAINED_KINDS`` kind."""
     arch, options, fixture = PRETRAINED_KINDS[kind]
     checkpoint = request.getfixturevalue(fixture)
-    return arch, options, checkpoint[arch] if isinstance(checkpoint, dict) else checkpoint
+    if isinstance(checkpoint, dict):
+        checkpoint = checkpoint[options[1] if options else arch]
+    return arch, options, checkpoint
 
 
 @pytest.fixture(scope="session")

@@ -28,11 +28,13 @@ from segatron_fairseq.cli.conversion_commands import new_parser, run
 from segatron_fairseq.cli.user_errors import check_output, finite_float, positive_int
 
 # the fine-tuned models segatron-predict serves, and the task that pre-trains each
-FINETUNED_MODELS = {"segabert": "segabert_mlm", "cloze_two_tower": "cloze_lm"}
+FINETUNED_MODELS = {"segabert": "segabert_mlm", "cloze_two_tower": "cloze_lm", "xlnet": "xlnet_plm"}
 # each format: the tasks whose checkpoints it predicts with, by model
-FORMAT_TASKS = {"squad": {"segabert": "segabert_squad"},
-                "glue": {"segabert": "segabert_sentence_prediction", "cloze_two_tower": "cloze_sentence_prediction"},
-                "ner": {"segabert": "token_labelling", "cloze_two_tower": "token_labelling"}}
+FORMAT_TASKS = {"squad": {"segabert": "segabert_squad", "xlnet": "segabert_squad"},
+                "glue": {"segabert": "segabert_sentence_prediction", "cloze_two_tower": "cloze_sentence_prediction",
+                         "xlnet": "segabert_sentence_prediction"},
+                "ner": {"segabert": "token_labelling", "cloze_two_tower": "token_labelling",
+                        "xlnet": "token_labelling"}}
 
 
 def _load(args):

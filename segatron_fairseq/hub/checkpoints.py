@@ -34,7 +34,8 @@ from segatron_preprocess.corpus_format import DICT_FILE
 DEFAULT_CHECKPOINT = "checkpoint_best.pt"  # fairseq-train's best checkpoint
 # what each model's hub interface offers, for the error on a checkpoint of another model
 HUB_USES = {"segatron_xl": "Segatron-XL scoring and generation", "segabert": "SegaBERT features and predictions",
-            "cross_thought": "Cross-Thought embeddings and ranking", "cloze_two_tower": "cloze scores"}
+            "cross_thought": "Cross-Thought embeddings and ranking", "cloze_two_tower": "cloze scores",
+            "xlnet": "segatron-predict on XLNet"}
 # model -> the registered task its hub sets up on the corpus, whatever task the checkpoint was trained with
 CORPUS_TASKS = {"cross_thought": "cross_thought_mlm"}
 # model -> the model whose hub serves its checkpoints (ELECTRA's: its discriminator is a SegaBERT encoder)

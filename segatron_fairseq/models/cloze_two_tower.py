@@ -40,7 +40,7 @@ concatenated, scaled by 16, dropout, a linear layer initialised to zero;
 ``register_task_head`` takes the token-labelling heads. A pre-trained
 checkpoint loads into a model whose dictionary has the fine-tuning symbols
 appended (``<sep>``, ``<mask>``): their rows come from the model's own
-initialisation (``_upgrade_for_finetuning``).
+initialisation (``models.finetuning_restore``).
 """
 import logging
 import math
@@ -61,6 +61,7 @@ from torch import nn
 from segatron_fairseq.hub.checkpoints import DEFAULT_CHECKPOINT, load_pretrained
 from segatron_fairseq.hub.cloze_two_tower import ClozeTwoTowerHubInterface
 from segatron_fairseq.models.architecture_defaults import register_architecture, set_defaults
+from segatron_fairseq.models.finetuning_restore import append_vocabulary_rows, appended_symbols, restore_heads
 from segatron_fairseq.modules import add_index_embeddings
 from segatron_fairseq.modules.backward_tower_indexes import backward_tower_indexes
 from segatron_fairseq.modules.cloze_combination import (
@@ -70,7 +71,7 @@ from segatron_fairseq.modules.cloze_combination import (
     backward_tower_mask,
     forward_tower_mask,
 )
-from segatron_fairseq.segments import MASK_SYMBOL, SEP_SYMBOL, TABLE_SIZES
+from segatron_fairseq.segments import SEP_SYMBOL, TABLE_SIZES
 
 logger = logging.getLogger(__name__)
 
@@ -84,7 +85,6 @@ SEGMENT_LEVELS_EMBEDDED = ("paragraph", "sentence")  # --segment-positions: the 
 # 2: the backward tower reads the indexes counted from the right (1, before it: the forward tower's, which tell
 # the query for token i whether token i ends a sentence)
 INDEX_LAYOUT_VERSION = 2
-FINETUNING_SYMBOLS = (SEP_SYMBOL, MASK_SYMBOL)  # what fine-tuning tasks may append to the pre-training dictionary
 LM_OUTPUT_SCALE = 16.0  # the paper's GLUE head: the language model's output x16 (a larger step for the head)
 
 # the paper's sizes (its Table 1; layers are per tower): base 6 blocks, large 12 (the BPE model's), d 1024,
@@ -355,16 +355,6 @@ class ClozeClassificationHead(nn.Module):
         return self.out_proj(self.dropout(LM_OUTPUT_SCALE * gathered.flatten(1)))
 
 
-def appended_symbols(dictionary: Dictionary) -> int:
-    """How many of ``dictionary``'s last symbols are ``FINETUNING_SYMBOLS``
-    (appended to the pre-training dictionary by a fine-tuning task)."""
-    count = 0
-    while count < len(dictionary) - dictionary.nspecial and dictionary[len(dictionary) - 1 - count] in \
-            FINETUNING_SYMBOLS:
-        count += 1
-    return count
-
-
 @register_model("cloze_two_tower", dataclass=ClozeTwoTowerConfig)
 class ClozeTwoTowerModel(BaseFairseqModel):
     """The cloze two-tower model as a fairseq model (``ClozeTwoTower`` inside,
@@ -467,34 +457,10 @@ class ClozeTwoTowerModel(BaseFairseqModel):
         return tables
 
     def _upgrade_for_finetuning(self, state_dict, name) -> None:
-        """A checkpoint with fewer symbols than this model's dictionary gets the
-        rows of the appended fine-tuning symbols (``<sep>``, ``<mask>``) from
-        this model's own initialisation, the checkpoint's rows unchanged; any
-        other difference in symbols is refused (another corpus). Heads: a
-        checkpoint's head is kept when this model has it at the same shape,
-        this model's own fill in for a head the checkpoint lacks, the rest are
-        left out."""
+        """The rows of the appended fine-tuning symbols and the heads (``models.finetuning_restore``)."""
         prefix = name + "." if name else ""
-        for local, table in self._vocabulary_tables().items():
-            key = prefix + local
-            saved = state_dict.get(key)
-            if saved is None or saved.size(0) == table.size(0):
-                continue
-            if saved.size(0) + self.appended != table.size(0) or saved.shape[1:] != table.shape[1:]:
-                raise ValueError(f"the checkpoint's {local} has {saved.size(0):,} rows, this model's {table.size(0):,} "
-                                 f"({self.appended} fine-tuning symbols appended to the dictionary): the checkpoint "
-                                 f"was trained on another corpus than the one given (--pretrain-data)")
-            state_dict[key] = torch.cat([saved, table.detach()[saved.size(0):].to(saved)])
-            logger.info(f"{local}: {table.size(0) - saved.size(0)} row(s) appended for the fine-tuning symbols, "
-                        f"initialised as this model's")
-        heads = prefix + "classification_heads."
-        ours = {heads + key: value for key, value in self.classification_heads.state_dict().items()}
-        for key in [key for key in state_dict if key.startswith(heads)]:
-            if key not in ours or state_dict[key].shape != ours[key].shape:
-                logger.warning(f"leaving out {key} of the checkpoint: this model has no such head of that shape")
-                del state_dict[key]
-        for key, value in ours.items():
-            state_dict.setdefault(key, value)
+        append_vocabulary_rows(state_dict, prefix, self._vocabulary_tables(), self.appended, "cloze_two_tower")
+        restore_heads(state_dict, prefix, self.classification_heads)
 
     @classmethod
     def from_pretrained(cls, model_name_or_path: str, checkpoint_file: str = DEFAULT_CHECKPOINT,

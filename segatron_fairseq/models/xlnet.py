@@ -28,6 +28,14 @@ positions of each segment (XLNet's reuse part, which the data keeps from
 seeing the rest), with their counters; the next segment continues there.
 Without ``target_mapping`` only the content stream runs and the logits are
 those of every position (B, T, V).
+
+Fine-tuning (the GLUE, SQuAD, RACE and NER tasks) runs the content stream
+alone, without memory, over an encoder input laid out as SegaBERT's
+(``<s> a </s> b </s>``, ``segments.layout``): padding is hidden from every
+query, the token types are XLNet's segment ids, and with ``--positions
+segatron`` the sentence and paragraph starts come from the indexes
+(``modules.index_boundaries``). The heads read the first token (``<s>``, as
+our other encoders; XLNet's own code puts its ``<cls>`` last and reads that).
 """
 import logging
 from dataclasses import dataclass, field, fields
@@ -37,16 +45,21 @@ import torch
 import torch.nn.functional as F
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from fairseq.models import BaseFairseqModel, register_model
+from fairseq.models.roberta.model import RobertaClassificationHead
 from torch import Tensor, nn
 
 from segatron_fairseq.models.architecture_defaults import register_architecture, set_defaults
+from segatron_fairseq.models.finetuning_restore import append_vocabulary_rows, appended_symbols, restore_heads
 from segatron_fairseq.modules import ORIGINS, RelativeSegments, SegmentDistances, XLNetLayer, segment_part_dims
+from segatron_fairseq.modules.index_boundaries import index_boundaries
 from segatron_fairseq.modules.segment_memory import CachedWindow, SegmentMemory
 from segatron_fairseq.segments import SEGMENT_LEVELS
 
 logger = logging.getLogger(__name__)
 
 POSITIONS = ("token", "segatron")
+# what a checkpoint's relative positions were trained as (its buffer ``relative_positions``)
+POSITION_KINDS = ("token", "segatron, query", "segatron, window_end")
 
 # XLNet's sizes (paper Sec. 3.1; base 12 x 768, large 24 x 1024) and a tiny one for tests
 XLNET_PRESETS = {
@@ -110,8 +123,17 @@ class XLNetModel(BaseFairseqModel):
         self.segment_bias = nn.Parameter(torch.zeros(bias_sets, heads, head_dim))   # r_s_bias
         self.segment_embed = nn.Parameter(torch.zeros(layers, 2, heads, head_dim))  # seg_embed: s+, s-
         self.output_bias = nn.Parameter(torch.zeros(len(dictionary)))  # the tied LM head's bias
+        self.register_buffer("relative_positions", torch.tensor(self.position_kind()))
+        self.appended = appended_symbols(dictionary)  # fine-tuning symbols after the pre-training ones
+        self.classification_heads = nn.ModuleDict()
         self._memory = SegmentMemory("XLNet")
         self._init_weights()
+
+    def position_kind(self) -> int:
+        """This model's index in ``POSITION_KINDS``."""
+        if self.cfg.positions == "token":
+            return 0
+        return 1 + ORIGINS.index(self.cfg.segment_distance_origin)
 
     @classmethod
     def build_model(cls, cfg: XLNetConfig, task):
@@ -139,7 +161,8 @@ class XLNetModel(BaseFairseqModel):
     def forward(self, src_tokens: Tensor, perm_mask: Optional[Tensor] = None,
                 target_mapping: Optional[Tensor] = None, segment_ids: Optional[Tensor] = None,
                 sentence_starts: Optional[Tensor] = None, paragraph_starts: Optional[Tensor] = None,
-                reuse_len: Optional[int] = None, features_only: bool = False, need_attn: bool = False, **kwargs):
+                reuse_len: Optional[int] = None, features_only: bool = False, need_attn: bool = False,
+                classification_head_name: Optional[str] = None, **encoder_input):
         """src_tokens (B, T); perm_mask (B, T, T) (None: everything visible);
         target_mapping (B, P, T) one-hot (None: no query stream); segment_ids
         (B, T) (None: one segment); sentence_starts / paragraph_starts (B, T)
@@ -149,11 +172,67 @@ class XLNetModel(BaseFairseqModel):
         stream; features (B, ., d) with ``features_only``) and extra:
         ``content`` (B, T, d) the content stream's output, and with
         ``need_attn`` ``attn_layers``: each layer's (content, query)
-        probabilities (B, H, T, K) and (B, H, P, K)."""
-        batch, seq_len = src_tokens.shape
+        probabilities (B, H, T, K) and (B, H, P, K).
+
+        With ``classification_head_name``: the fine-tuning tasks' call, an
+        encoder input (``encoder_input``: ``paragraph_index``,
+        ``sentence_index``, ``token_index``, ``token_type``, each (B, T));
+        returns that head's output on ``token_features`` and an empty dict."""
+        if classification_head_name is not None:
+            features = self.token_features(src_tokens, **encoder_input)
+            return self.classification_heads[classification_head_name](features), {}
+        batch = src_tokens.size(0)
         memory = self._memory.current(self.training, batch)
+        starts = {"sentence": sentence_starts, "paragraph": paragraph_starts}
+        content, query, inputs, counters, weights = self._streams(
+            src_tokens, perm_mask, target_mapping, segment_ids, starts, memory, need_attn)
+        # the first reuse_len positions are cached (XLNet's reuse part)
+        self._memory.update(self.training, inputs, counters, memory, self.cfg.mem_len, reuse_len)
+        x = content
+        if query is not None:
+            x = query
+        if not features_only:
+            x = self.output_layer(x)
+        extra = {"content": content}
+        if need_attn:
+            extra["attn_layers"] = weights
+        return x, extra
+
+    def token_features(self, src_tokens: Tensor, paragraph_index: Optional[Tensor] = None,
+                       sentence_index: Optional[Tensor] = None, token_index: Optional[Tensor] = None,
+                       token_type: Optional[Tensor] = None, **unused) -> Tensor:
+        """(B, T, d) the content stream's last layer over a right-padded
+        encoder input (what the fine-tuning heads read), without memory:
+        padding is hidden from every query; ``token_type`` (B, T) gives the
+        segment ids (None: one segment); with ``--positions segatron`` the
+        (B, T) indexes give the sentence and paragraph starts."""
+        padding = src_tokens.eq(self.padding_idx)
+        starts = {"sentence": None, "paragraph": None}
+        if self.cfg.positions == "segatron":
+            indexes = {"paragraph": paragraph_index, "sentence": sentence_index, "token": token_index}
+            missing = [f"{level}_index" for level, index in indexes.items() if index is None]
+            if missing:
+                raise ValueError(f"XLNet with --positions segatron needs {', '.join(missing)} next to src_tokens "
+                                 "to fine-tune (use a task that lays out the segment indexes)")
+            boundaries = index_boundaries(indexes, padding)
+            starts = {"sentence": boundaries.sentence_start, "paragraph": boundaries.paragraph_start}
+        hidden_keys = padding[:, None, :].expand(-1, src_tokens.size(1), -1)
+        content, *_ = self._streams(src_tokens, hidden_keys, None, token_type, starts, None, False)
+        return content
+
+    @property
+    def token_feature_dim(self) -> int:
+        return self.cfg.encoder_embed_dim
+
+    def _streams(self, src_tokens: Tensor, perm_mask: Optional[Tensor], target_mapping: Optional[Tensor],
+                 segment_ids: Optional[Tensor], starts: Dict[str, Optional[Tensor]],
+                 memory: Optional[CachedWindow], need_attn: bool):
+        """Both streams through the layers after ``memory``: (content (B, T, d),
+        query (B, P, d) or None, each layer's content input (T, B, d), the
+        window's counters, each layer's attention probabilities)."""
+        batch, seq_len = src_tokens.shape
         mem_len = 0 if memory is None else memory.hidden[0].size(0)
-        counters = self._counters(sentence_starts, paragraph_starts, memory)
+        counters = self._counters(starts, memory)
         content = self.dropout(self.embed_tokens(src_tokens).transpose(0, 1))
         query = None
         if target_mapping is not None:
@@ -180,27 +259,18 @@ class XLNetModel(BaseFairseqModel):
                 self.position_bias[bias], segments, content_mask, query_mask, target_mapping,
                 need_attn)
             weights.append(layer_weights)
-        # the first reuse_len positions are cached (XLNet's reuse part)
-        self._memory.update(self.training, inputs, counters, memory, self.cfg.mem_len, reuse_len)
-
-        content = self.dropout(content).transpose(0, 1)  # (B, T, d)
-        x = content
+        content = self.dropout(content).transpose(0, 1)
         if query is not None:
-            x = self.dropout(query).transpose(0, 1)  # (B, P, d)
-        if not features_only:
-            x = self.output_layer(x)
-        extra = {"content": content}
-        if need_attn:
-            extra["attn_layers"] = weights
-        return x, extra
+            query = self.dropout(query).transpose(0, 1)
+        return content, query, inputs, counters, weights
 
     def output_layer(self, features: Tensor) -> Tensor:
         """The tied LM head: features (..., d) -> logits (..., V)."""
         return F.linear(features, self.embed_tokens.weight, self.output_bias)
 
-    def _counters(self, sentence_starts, paragraph_starts, memory: Optional[CachedWindow]) -> Dict[str, Tensor]:
-        """Running counters (B, T) per segment part of R, continuing the memory's."""
-        given = {"sentence": sentence_starts, "paragraph": paragraph_starts}
+    def _counters(self, given: Dict[str, Optional[Tensor]], memory: Optional[CachedWindow]) -> Dict[str, Tensor]:
+        """Running counters (B, T) per segment part of R from the (B, T) start
+        flags ``given`` (part -> flags), continuing the memory's."""
         starts = {}
         for part in SEGMENT_LEVELS:
             if part not in self.part_dims:
@@ -239,6 +309,40 @@ class XLNetModel(BaseFairseqModel):
 
     def max_positions(self):
         return None
+
+    # ---- fine-tuning ----------------------------------------------------------------------------
+
+    def register_classification_head(self, name: str, num_classes: int, **unused) -> None:
+        """A sentence (or option) classifier ``name``: the first token's
+        features, dropout, a d x d layer, tanh, dropout, a d x C layer (XLNet's
+        sequence summary and projection, on the first token instead of the
+        last; fairseq's ``RobertaClassificationHead``)."""
+        d = self.cfg.encoder_embed_dim
+        self.classification_heads[name] = RobertaClassificationHead(d, d, num_classes, "tanh", self.cfg.dropout)
+
+    def register_task_head(self, name: str, head: nn.Module) -> None:
+        """A head over every token's features (span, token labelling), saved with the classification heads."""
+        self.classification_heads[name] = head
+
+    def upgrade_state_dict_named(self, state_dict, name):
+        """A checkpoint trained with other relative positions than this
+        model's is refused (the weights would load: only the split of R
+        differs); one from before ``relative_positions`` was saved is taken as
+        this model's. A pre-training checkpoint loads into a fine-tuning model
+        (``models.finetuning_restore``: the rows of ``<mask>``, the heads)."""
+        super().upgrade_state_dict_named(state_dict, name)
+        prefix = name + "." if name else ""
+        key = prefix + "relative_positions"
+        if key not in state_dict:
+            state_dict[key] = self.relative_positions.clone()
+        elif int(state_dict[key]) != int(self.relative_positions):
+            trained, ours = POSITION_KINDS[int(state_dict[key])], POSITION_KINDS[int(self.relative_positions)]
+            raise ValueError(f"an XLNet checkpoint trained with relative positions {trained!r} "
+                             f"(--positions, --segment-distance-origin); this model has {ours!r}: give the "
+                             f"checkpoint's")
+        tables = {"embed_tokens.weight": self.embed_tokens.weight, "output_bias": self.output_bias}
+        append_vocabulary_rows(state_dict, prefix, tables, self.appended, "xlnet")
+        restore_heads(state_dict, prefix, self.classification_heads)
 
 
 def _apply(cfg, preset: str) -> None:

@@ -26,25 +26,15 @@ One block, one paragraph (each ``<s>`` takes its neighbour's indexes)::
 first ``<s>`` counts as its sentence's first token in place of ``A``, which
 copies it, and the count at position 0 is never read).
 
-The boundaries come from the token index alone, which a block never clips
-(its table holds the block's length): a sentence starts where the token
-index does not go on by one from the position before, a paragraph where that
-new sentence is sentence 0. A position that repeats every index of the one
-before it is a copy (an ``<s>``, a separator) and starts nothing. So the
-counts stay right where the paragraph and sentence indexes were clipped to
-their tables (but for a one-token sentence whose paragraph and sentence
-indexes are both clipped: it looks like a copy); the counts themselves are
-clipped to ``limits``.
+The boundaries (and the copies, which count no token) are those of
+``modules.index_boundaries``; the counts themselves are clipped to ``limits``.
 """
 from typing import Dict, Optional
 
 import torch
 from torch import Tensor
 
-
-def _previous(values: Tensor, fill) -> Tensor:
-    """(B, T) -> (B, T): column j holds column j - 1, column 0 ``fill``."""
-    return torch.cat([torch.full_like(values[:, :1], fill), values[:, :-1]], dim=1)
+from .index_boundaries import index_boundaries
 
 
 def _after_in_group(counted: Tensor, group: Tensor) -> Tensor:
@@ -60,16 +50,11 @@ def backward_tower_indexes(indexes: Dict[str, Tensor], padding: Optional[Tensor]
     ``token`` index, right padded; ``padding``: (B, T), True at padding, or
     None; ``limits``: a level's largest count (its table's rows - 1), if any.
     Returns the backward tower's (B, T) index of each level (0 at padding)."""
-    paragraph, sentence, token = indexes["paragraph"], indexes["sentence"], indexes["token"]
-    real = torch.ones_like(token, dtype=torch.bool) if padding is None else ~padding
-    follows_real = real & _previous(real, False)
-    copy = follows_real & paragraph.eq(_previous(paragraph, 0)) & sentence.eq(_previous(sentence, 0)) \
-        & token.eq(_previous(token, 0))
-    sentence_start = follows_real & ~copy & token.ne(_previous(token, 0) + 1)
-    paragraph_start = sentence_start & sentence.eq(0)
-    counts_token = real & ~copy
-    paragraphs_so_far = paragraph_start.long().cumsum(1)
-    sentences_so_far = sentence_start.long().cumsum(1)
+    boundaries = index_boundaries(indexes, padding)
+    real = boundaries.real
+    counts_token = real & ~boundaries.copy
+    paragraphs_so_far = boundaries.paragraph_start.long().cumsum(1)
+    sentences_so_far = boundaries.sentence_start.long().cumsum(1)
     after = {
         "paragraph": paragraphs_so_far[:, -1:] - paragraphs_so_far,
         "sentence": _after_in_group(sentences_so_far, paragraphs_so_far),

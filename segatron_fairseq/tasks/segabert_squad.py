@@ -83,7 +83,7 @@ class SegaBERTSquadTask(FinetuningTask):
 
     def build_model(self, cfg, from_checkpoint=False):
         model = super().build_model(cfg, from_checkpoint)
-        model.register_task_head(self.cfg.classification_head_name, SpanHead(model.args.encoder_embed_dim))
+        model.register_task_head(self.cfg.classification_head_name, SpanHead(model.token_feature_dim))
         return model
 
     def max_positions(self):

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 import transformers
-from conftest import run_cli
+from conftest import _fresh_hydra_version_base, run_cli
 from test_albert_conversion import _spiece
 from test_huggingface_importers import _load
 
@@ -166,7 +166,8 @@ def _write_xlnet_checkpoint(directory, corpus, positions="token", tie_position_b
                 parameter.normal_(1.0, 0.3)
     arguments = ["--arch", "xlnet_tiny", *[str(a) for key, value in settings.items() if value is not False
                                           for a in (f"--{key.replace('_', '-')}", value) if a is not True]]
-    return write_checkpoint(str(directory), dictionary, "xlnet_plm", arguments, model.state_dict())
+    with _fresh_hydra_version_base():  # fairseq's hydra.experimental, as a console script of run_cli has it
+        return write_checkpoint(str(directory), dictionary, "xlnet_plm", arguments, model.state_dict())
 
 
 @pytest.fixture(scope="module")

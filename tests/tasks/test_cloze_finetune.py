@@ -5,6 +5,7 @@ import re
 
 import torch
 from conftest import fairseq_train, run_cli
+from glue_pairs import predict_glue_pairs, write_glue_pairs
 from test_token_labelling import write_ner_file
 
 from segatron_fairseq.modules.backward_tower_indexes import backward_tower_indexes
@@ -38,21 +39,12 @@ def test_examples_are_laid_out_as_the_paper(cloze_trained, tmp_path):
     assert backward["token"].tolist() == [[2, 1, 0, 0, 2, 1, 0, 0, 0]]
 
 
-def _glue_files(glue, rows):
-    glue.mkdir()
-    for name in ("train.tsv", "dev.tsv"):
-        (glue / name).write_text("index\tsentence1\tsentence2\tlabel\n" +
-                                 "".join(f"{k}\t{a}\t{b}\t{label}\n" for k, (a, b, label) in enumerate(rows)))
-    (glue / "test.tsv").write_text("index\tsentence1\tsentence2\n" +
-                                   "".join(f"{k}\t{a}\t{b}\n" for k, (a, b, _) in enumerate(rows[:5])))
-
-
 def test_glue_pairs_fine_tune_from_cloze_lm_and_predict(cloze_trained, segabert_corpus, tmp_path):
     rng = random.Random(4)
     rows = [(" ".join(rng.choices(WORDS, k=5)), " ".join(rng.choices(WORDS, k=4)),
              rng.choice(["entailment", "not_entailment"])) for _ in range(24)]
     glue = tmp_path / "RTE"
-    _glue_files(glue, rows)
+    write_glue_pairs(glue, rows)
     pretrained, corpus = cloze_trained / "ckpt" / "checkpoint_last.pt", cloze_trained / "bin"
     out = fairseq_train(glue, task="cloze_sentence_prediction", arch="cloze_two_tower_tiny",
                         criterion="sentence_prediction_metrics", save_dir=tmp_path / "ft",
@@ -61,22 +53,12 @@ def test_glue_pairs_fine_tune_from_cloze_lm_and_predict(cloze_trained, segabert_
                                "--attention-dropout", 0, "--activation-dropout", 0, "--log-format", "simple"])
     assert "network.embed_tokens.weight: 1 row(s) appended for the fine-tuning symbols" in out
     assert re.search(r"valid on 'valid' subset .*\| accuracy [0-9.]+", out), out[-2000:]
-    predicted = run_cli("segatron-predict", "glue", "--checkpoint", tmp_path / "ft" / "checkpoint_last.pt",
-                        "--pretrain-data", corpus, "--glue-task", "RTE", "--data", glue,
-                        "--out", tmp_path / "submission", "--cpu")
-    assert "5 predictions -> RTE.tsv" in predicted
-    lines = (tmp_path / "submission" / "RTE.tsv").read_text().splitlines()
-    assert lines[0] == "index\tprediction" and [line.split("\t")[0] for line in lines[1:]] == list("01234")
-    assert {line.split("\t")[1] for line in lines[1:]} <= {"entailment", "not_entailment"}
-    refused = run_cli("segatron-predict", "glue", "--checkpoint", pretrained, "--pretrain-data", corpus,
-                      "--glue-task", "RTE", "--data", glue, "--out", tmp_path / "other", "--cpu", expect_ok=False)
-    assert refused.strip().splitlines()[-1] == (
-        f"segatron-predict: error: {pretrained}: a pre-trained checkpoint (task cloze_lm); segatron-predict glue "
-        f"needs one fine-tuned with the task cloze_sentence_prediction") and "Traceback" not in refused
+    predict_glue_pairs(tmp_path / "ft" / "checkpoint_last.pt", pretrained, "cloze_lm", "cloze_sentence_prediction",
+                       corpus, glue, tmp_path)
     squad = run_cli("segatron-predict", "squad", "--checkpoint", pretrained, "--pretrain-data", corpus, "--input",
                     glue / "dev.tsv", "--out", tmp_path / "other" / "answers.json", "--cpu", expect_ok=False)
-    assert squad.strip().splitlines()[-1] == (f"segatron-predict: error: {pretrained}: a cloze_two_tower "
-                                              f"checkpoint; segatron-predict squad serves segabert checkpoints")
+    assert squad.strip().splitlines()[-1] == (f"segatron-predict: error: {pretrained}: a cloze_two_tower checkpoint; "
+                                              f"segatron-predict squad serves segabert and xlnet checkpoints")
     other_corpus = run_cli("segatron-predict", "glue", "--checkpoint", tmp_path / "ft" / "checkpoint_last.pt",
                            "--pretrain-data", segabert_corpus, "--glue-task", "RTE", "--data", glue,
                            "--out", tmp_path / "other", "--cpu", expect_ok=False)

@@ -61,7 +61,7 @@ def test_option_layout_by_hand():
     assert len(cut) == 9 and cut[-1] == 2  # the article loses its end
 
 
-@pytest.mark.parametrize("kind", ["segabert", "bert", "albert", "electra"])
+@pytest.mark.parametrize("kind", ["segabert", "bert", "albert", "electra", "xlnet"])
 def test_race_finetuning_reports_each_level(tmp_path, kind, request, segabert_corpus):
     arch, options, checkpoint = pretrained_kind(request, kind)
     race = tmp_path / "RACE"

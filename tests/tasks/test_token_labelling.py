@@ -213,7 +213,7 @@ def write_ner_file(path, documents: int, seed: int) -> None:
 
 
 @pytest.mark.parametrize("kind, head", [("segabert", "bilstm_crf"), ("bert", "linear"), ("albert", "linear"),
-                                        ("electra", "bilstm_crf")])
+                                        ("electra", "bilstm_crf"), ("xlnet", "linear")])
 def test_fine_tunes_and_predicts_with_each_pretrained_kind(tmp_path, kind, head, request, segabert_corpus):
     arch, options, checkpoint = pretrained_kind(request, kind)
     (tmp_path / "ner").mkdir()

@@ -22,6 +22,7 @@ import torch
 from torch import Tensor
 
 from segatron_fairseq.conversion.xlnet_names import PREFIX, biases_differ_across_layers, our_state
+from segatron_fairseq.models.xlnet import POSITION_KINDS
 
 from .bert import convert_naming_missing_keys, map_rows
 from .wordpiece_vocabulary import MappedWordPiece, map_wordpiece
@@ -110,4 +111,6 @@ def _convert(state, config, vocabulary, source, config_source):
     converted = our_state(state, tie)
     converted["embed_tokens.weight"] = map_rows(word, vocabulary.index)
     converted["output_bias"] = map_rows(converted["output_bias"], vocabulary.index)
-    return ["--tie-position-biases"] if tie else [], {key: value.float() for key, value in converted.items()}
+    converted = {key: value.float() for key, value in converted.items()}
+    converted["relative_positions"] = torch.tensor(POSITION_KINDS.index("token"))  # what the model records
+    return ["--tie-position-biases"] if tie else [], converted

@@ -232,23 +232,32 @@ def test_task_refuses_impossible_samples(corpus, options, message):
         XLNetPLMTask.setup_task(XLNetPLMConfig(**{**settings, **options})).load_dataset("valid")
 
 
-def test_logits_equal_hugging_face_xlnet_with_the_same_weights():
-    """--positions token is XLNet: with its weights copied into transformers' XLNetLMHeadModel (4.35.2), the
-    same perm_mask, target_mapping and token_type_ids give the same logits, to 1e-5 (float32): the query
-    stream without and with memory (HF's mems = our cached layer inputs), the content stream alone, and a
-    perm_mask that hides everything (queries that see no key attend to all alike, as XLNet's -1e30)."""
+def hugging_face_copy(ours: XLNetModel):
+    """transformers' (4.35.2) XLNetLMHeadModel with the weights of ``ours`` (a ``tiny_model`` in float32, token
+    positions), in evaluation mode."""
     from transformers import XLNetConfig as HFConfig
     from transformers import XLNetLMHeadModel
 
     from segatron_fairseq.conversion.xlnet_names import huggingface_state
 
+    cfg = ours.cfg
+    hf = XLNetLMHeadModel(HFConfig(vocab_size=len(ours.output_bias), d_model=cfg.encoder_embed_dim,
+                                   n_layer=cfg.encoder_layers, n_head=cfg.encoder_attention_heads,
+                                   d_head=cfg.encoder_head_dim, d_inner=cfg.encoder_ffn_embed_dim,
+                                   ff_activation="gelu", untie_r=True, attn_type="bi", dropout=0.0, bi_data=False,
+                                   clamp_len=-1)).eval()
+    hf.load_state_dict(huggingface_state(ours.state_dict()))  # conversion/xlnet_names.py: the one mapping
+    return hf
+
+
+def test_logits_equal_hugging_face_xlnet_with_the_same_weights():
+    """--positions token is XLNet: with its weights copied into transformers' XLNetLMHeadModel (4.35.2), the
+    same perm_mask, target_mapping and token_type_ids give the same logits, to 1e-5 (float32): the query
+    stream without and with memory (HF's mems = our cached layer inputs), the content stream alone, and a
+    perm_mask that hides everything (queries that see no key attend to all alike, as XLNet's -1e30)."""
     length, predictions = 16, 6
     ours = tiny_model(mem_len=8).float()
-    d, heads, head_dim = ours.cfg.encoder_embed_dim, ours.cfg.encoder_attention_heads, ours.cfg.encoder_head_dim
-    hf = XLNetLMHeadModel(HFConfig(vocab_size=len(ours.output_bias), d_model=d, n_layer=2, n_head=heads,
-                                   d_head=head_dim, d_inner=48, ff_activation="gelu", untie_r=True, attn_type="bi",
-                                   dropout=0.0, bi_data=False, clamp_len=-1)).eval()
-    hf.load_state_dict(huggingface_state(ours.state_dict()))  # conversion/xlnet_names.py: the one mapping
+    hf = hugging_face_copy(ours)
     g = torch.Generator().manual_seed(0)
     tokens = torch.randint(4, 44, (2, 2 * length), generator=g)
     segments = torch.zeros(2, length, dtype=torch.long)

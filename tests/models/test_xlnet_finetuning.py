@@ -4,7 +4,7 @@ restored into a model whose dictionary has <mask> appended."""
 import pytest
 import torch
 from test_cloze_two_tower_finetuning import dictionary
-from test_xlnet import tiny_model
+from test_xlnet import hugging_face_copy, tiny_model
 
 from segatron_fairseq.models.xlnet import XLNetConfig, XLNetModel
 from segatron_fairseq.segments import MASK_SYMBOL
@@ -60,6 +60,20 @@ def test_segatron_starts_come_from_the_layout(origin):
     assert not torch.allclose(features, content([5, 7], PARAGRAPH_STARTS), rtol=0, atol=1e-6)
     with pytest.raises(ValueError, match="needs token_index next to src_tokens to fine-tune"):
         model.token_features(**{**_encoder_input(model.padding_idx), "token_index": None})
+
+
+def test_features_equal_hugging_face_xlnet_with_padding_and_token_types():
+    """--positions token: the fine-tuning features of right-padded pairs equal transformers' (4.35.2) XLNetModel's
+    last hidden states given the same weights, attention_mask and token_type_ids, to 1e-5 (float32)."""
+    ours = tiny_model().float()
+    hf = hugging_face_copy(ours)
+    pad = ours.padding_idx
+    tokens = torch.tensor([[0, 11, 12, 13, 2, 14, 15, 2, pad, pad], [0, 21, 22, 2, 23, 24, 25, 26, 27, 2]])
+    token_type = torch.tensor([[0, 0, 0, 0, 0, 1, 1, 1, 0, 0], [0, 0, 0, 0, 1, 1, 1, 1, 1, 1]])
+    with torch.no_grad():
+        features = ours.token_features(tokens, token_type=token_type)
+        expected = hf.transformer(tokens, attention_mask=tokens.ne(pad).long(), token_type_ids=token_type)
+    torch.testing.assert_close(features, expected.last_hidden_state, rtol=0, atol=1e-5)
 
 
 def test_the_classification_head_reads_the_first_token():

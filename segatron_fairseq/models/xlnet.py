@@ -205,7 +205,11 @@ class XLNetModel(BaseFairseqModel):
         encoder input (what the fine-tuning heads read), without memory:
         padding is hidden from every query; ``token_type`` (B, T) gives the
         segment ids (None: one segment); with ``--positions segatron`` the
-        (B, T) indexes give the sentence and paragraph starts."""
+        (B, T) indexes give the sentence and paragraph starts.
+
+        With ``--segment-distance-origin window_end`` the distances count from
+        the window's ends, so the rows of each length run apart, unpadded (the
+        window is the example); their padding gets zeros."""
         padding = src_tokens.eq(self.padding_idx)
         starts = {"sentence": None, "paragraph": None}
         if self.cfg.positions == "segatron":
@@ -216,9 +220,27 @@ class XLNetModel(BaseFairseqModel):
                                  "to fine-tune (use a task that lays out the segment indexes)")
             boundaries = index_boundaries(indexes, padding)
             starts = {"sentence": boundaries.sentence_start, "paragraph": boundaries.paragraph_start}
+            if self.cfg.segment_distance_origin == "window_end" and bool(padding.any()):
+                return self._features_by_length(src_tokens, token_type, starts, padding)
         hidden_keys = padding[:, None, :].expand(-1, src_tokens.size(1), -1)
         content, *_ = self._streams(src_tokens, hidden_keys, None, token_type, starts, None, False)
         return content
+
+    def _features_by_length(self, src_tokens: Tensor, token_type: Optional[Tensor], starts: Dict[str, Tensor],
+                            padding: Tensor) -> Tensor:
+        """``token_features`` of the rows of each real length L apart, over
+        their first L positions (B, T, d; zeros at padding)."""
+        lengths = (~padding).sum(dim=1)
+        features = None
+        for length in lengths.unique().tolist():
+            rows = (lengths == length).nonzero().squeeze(1)
+            part = self._streams(src_tokens[rows, :length], None, None,
+                                 None if token_type is None else token_type[rows, :length],
+                                 {level: flags[rows, :length] for level, flags in starts.items()}, None, False)[0]
+            if features is None:
+                features = part.new_zeros(*src_tokens.shape, part.size(-1))
+            features[rows, :length] = part
+        return features
 
     @property
     def token_feature_dim(self) -> int:

@@ -4,10 +4,13 @@ An encoder input carries each token's paragraph, sentence and token index
 (``segments.layout``); models that count boundaries instead of reading the
 indexes (the cloze model's backward tower, XLNet's Segatron distances in
 fine-tuning) recover the starts here. A sentence starts where the token index
-does not go on by one from the position before, a paragraph where that new
-sentence is sentence 0. A position that repeats every index of the one
-before it is a copy (a ``[CLS]`` or ``<s>`` taking its neighbour's indexes,
-a separator) and starts nothing; position 0 and padding start nothing either.
+does not go on by one from the position before, or where the sentence or
+paragraph index changes; a paragraph starts where that new sentence is
+sentence 0 or the paragraph index changes (a SQuAD window may begin its
+context in the middle of a paragraph, and even at a token index that goes on
+from the question's). A position that repeats every index of the one before
+it is a copy (a ``[CLS]`` or ``<s>`` taking its neighbour's indexes, a
+separator) and starts nothing; position 0 and padding start nothing either.
 
     position              0      1    2    3    4      5    6      7
     token               [CLS]    a    b    .  [SEP]    c    .    [SEP]
@@ -18,10 +21,11 @@ a separator) and starts nothing; position 0 and padding start nothing either.
     sentence start        -      -    -    -    -      x    -      -
     paragraph start       -      -    -    -    -      x    -      -
 
-The token index is never clipped within a block, so the starts stay right
-where the paragraph and sentence indexes were clipped to their tables (but
-for a one-token sentence whose paragraph and sentence indexes are both
-clipped: it looks like a copy).
+Clipping an index to its table (``segments.fit_to_table``) merges values and
+never makes one change, and the token index is never clipped within a block,
+so the starts stay right where the paragraph and sentence indexes were
+clipped (but for a one-token sentence whose paragraph and sentence indexes
+are both clipped: it looks like a copy).
 """
 from dataclasses import dataclass
 from typing import Dict, Optional
@@ -51,7 +55,9 @@ def index_boundaries(indexes: Dict[str, Tensor], padding: Optional[Tensor]) -> I
     paragraph, sentence, token = indexes["paragraph"], indexes["sentence"], indexes["token"]
     real = torch.ones_like(token, dtype=torch.bool) if padding is None else ~padding
     follows_real = real & _previous(real, False)
-    copy = follows_real & paragraph.eq(_previous(paragraph, 0)) \
-        & sentence.eq(_previous(sentence, 0)) & token.eq(_previous(token, 0))
-    sentence_start = follows_real & ~copy & token.ne(_previous(token, 0) + 1)
-    return IndexBoundaries(real, copy, sentence_start, sentence_start & sentence.eq(0))
+    same_paragraph = paragraph.eq(_previous(paragraph, 0))
+    same_sentence = same_paragraph & sentence.eq(_previous(sentence, 0))
+    copy = follows_real & same_sentence & token.eq(_previous(token, 0))
+    sentence_start = follows_real & ~copy & (token.ne(_previous(token, 0) + 1) | ~same_sentence)
+    paragraph_start = sentence_start & (sentence.eq(0) | ~same_paragraph)
+    return IndexBoundaries(real, copy, sentence_start, paragraph_start)

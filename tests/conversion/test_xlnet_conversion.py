@@ -283,3 +283,26 @@ def test_the_newest_transformers_loads_the_xlnet_export(sentencepiece_corpus, tm
         expected = XLNetLMHeadModel.from_pretrained(tmp_path / "hf").eval()(**inputs).logits
     torch.testing.assert_close(newest_outputs(tmp_path, tmp_path / "hf", "XLNetLMHeadModel", inputs), expected,
                                rtol=0, atol=1e-5)
+
+
+def test_a_symbol_fine_tuning_appended_gets_no_probability(sentencepiece_corpus):
+    """A fine-tuned model's dictionary ends with the <mask> its task appended (never a target): exported after the
+    pieces, with the bias of an absent piece; every other symbol keeps its own bias."""
+    from fairseq.data import Dictionary
+
+    from segatron_fairseq.conversion.exporters.huggingface_xlnet import ABSENT_PIECE_BIAS, _state, exported_symbols
+    from segatron_fairseq.models.xlnet import XLNetConfig, XLNetModel
+    from segatron_fairseq.segments import MASK_SYMBOL
+    from segatron_preprocess.subwords import SentencePiece
+
+    dictionary = Dictionary.load(str(sentencepiece_corpus / "dict.txt"))
+    dictionary.add_symbol(MASK_SYMBOL)
+    model = XLNetModel(XLNetConfig(encoder_layers=1, encoder_embed_dim=16, encoder_attention_heads=2,
+                                   encoder_head_dim=8, encoder_ffn_embed_dim=24), dictionary)
+    with torch.no_grad():
+        model.output_bias.normal_()
+    symbols, pieces = exported_symbols(dictionary, SentencePiece(str(sentencepiece_corpus / "sentencepiece.model")))
+    bias = _state(model, dictionary, symbols)["lm_loss.bias"]
+    assert symbols.index(MASK_SYMBOL) >= len(pieces) and bias[symbols.index(MASK_SYMBOL)] == ABSENT_PIECE_BIAS
+    ours = [i for i, symbol in enumerate(symbols) if symbol in dictionary.indices and symbol != MASK_SYMBOL]
+    assert torch.equal(bias[ours], model.output_bias.detach()[[dictionary.index(symbols[i]) for i in ours]])

@@ -27,9 +27,11 @@ def _encoder_input(pad: int, padding: int = 0):
                 token_index=row(TOKEN, 0), token_type=row(TOKEN_TYPE, 0))
 
 
-@pytest.mark.parametrize("positions", ["token", "segatron"])
-def test_features_ignore_padding_and_leave_the_memory_alone(positions):
+@pytest.mark.parametrize("positions, origin", [("token", "query"), ("segatron", "query"),
+                                               ("segatron", "window_end")])
+def test_features_ignore_padding_and_leave_the_memory_alone(positions, origin):
     model = tiny_model(positions)
+    model.cfg.segment_distance_origin = origin
     pad = model.padding_idx
     alone = model.token_features(**_encoder_input(pad))
     padded = model.token_features(**_encoder_input(pad, padding=5))
@@ -37,6 +39,14 @@ def test_features_ignore_padding_and_leave_the_memory_alone(positions):
     torch.testing.assert_close(padded[:, :10], alone, rtol=0, atol=1e-12)
     assert model._memory.get(False) is None and model._memory.get(True) is None
     torch.testing.assert_close(model.token_features(**_encoder_input(pad)), alone, rtol=0, atol=0)
+    # in a batch with a longer example: the same features
+    longer = {name: torch.cat([values, values], dim=1) for name, values in _encoder_input(pad).items()}
+    batch = {name: torch.cat([padded_row, longer[name][:, :15]]) for name, padded_row in
+             _encoder_input(pad, padding=5).items()}
+    batched = model.token_features(**batch)
+    torch.testing.assert_close(batched[:1, :10], alone, rtol=0, atol=1e-12)
+    torch.testing.assert_close(batched[1:], model.token_features(**{n: v[:, :15] for n, v in longer.items()}),
+                               rtol=0, atol=1e-12)
 
 
 @pytest.mark.parametrize("origin", ["query", "window_end"])

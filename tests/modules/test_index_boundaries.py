@@ -40,3 +40,15 @@ def test_a_layout_of_paragraphs_and_sentences():
     assert boundaries.sentence_start[0].nonzero().flatten().tolist() == [4, 6, 8]
     assert boundaries.paragraph_start[0].nonzero().flatten().tolist() == [4, 6]
     assert boundaries.copy[0].nonzero().flatten().tolist() == [1, 3, 10]
+
+
+def test_a_window_that_begins_its_context_inside_a_paragraph():
+    """SQuAD windows after the first: [CLS] q q q [SEP] then the context from its paragraph 1's sentence 1, token 3
+    on (the question's length): the context's first token starts a sentence and a paragraph all the same."""
+    paragraph = [0, 0, 0, 0, 0, 1, 1, 1, 1, 1]
+    sentence = [0, 0, 0, 0, 0, 1, 1, 2, 2, 2]
+    token = [0, 0, 1, 2, 2, 3, 4, 0, 1, 1]
+    boundaries = index_boundaries(_indexes(paragraph, sentence, token), None)
+    assert boundaries.sentence_start[0].nonzero().flatten().tolist() == [5, 7]
+    assert boundaries.paragraph_start[0].nonzero().flatten().tolist() == [5]
+    assert boundaries.copy[0].nonzero().flatten().tolist() == [1, 4, 9]

@@ -11,7 +11,9 @@ the model's ids), then the dictionary's symbols that are no piece (fairseq's
 dict.txt's order, at the ids after the pieces (``added_tokens_decoder``). A
 piece the dictionary lacks (our text encoder reads it as ``<unk>``) takes
 ``<unk>``'s embedding and a bias of ``ABSENT_PIECE_BIAS``, so it gets no
-probability. A model imported by ``segatron-import hf-xlnet`` has every piece
+probability; so do the symbols a fine-tuning task appended to the
+pre-training dictionary (``<mask>``: never a target), exported after the
+pieces as the other symbols. A model imported by ``segatron-import hf-xlnet`` has every piece
 and no other symbol: its export is the directory it came from. Without a
 sentencepiece model (whitespace words, WordPiece) the ids are dict.txt's and
 no tokenizer is written.
@@ -98,7 +100,9 @@ def _state(model, dictionary, symbols: List[str]) -> Dict[str, Tensor]:
     """XLNetLMHeadModel's state dict with the vocabulary's rows in ``symbols``' order."""
     state = huggingface_state(model.state_dict())
     rows = torch.tensor([dictionary.indices.get(symbol, dictionary.unk()) for symbol in symbols])
-    absent = torch.tensor([symbol not in dictionary.indices for symbol in symbols])
+    # the symbols a fine-tuning task appended (<mask>) were never a target: no probability either
+    pretrained = len(dictionary) - model.appended
+    absent = torch.tensor([dictionary.indices.get(symbol, pretrained) >= pretrained for symbol in symbols])
     embeddings = state[PREFIX + "word_embedding.weight"][rows]
     return {**state, PREFIX + "word_embedding.weight": embeddings, "lm_loss.weight": embeddings,
             "lm_loss.bias": state["lm_loss.bias"][rows].masked_fill(absent, ABSENT_PIECE_BIAS)}

@@ -16,6 +16,7 @@ output bias starts at zero (a warning says so); weights of other heads
 (``sequence_summary``, ``logits_proj``, ...) are left out with a warning.
 """
 import logging
+import os
 from typing import Dict, List, Tuple
 
 import torch
@@ -99,7 +100,9 @@ def _convert(state, config, vocabulary, source, config_source):
     """The arguments the weights add (``--tie-position-biases``) and our state dict."""
     word = state[PREFIX + "word_embedding.weight"]
     if word.size(0) != len(vocabulary.index):
-        raise ValueError(f"{source}: {word.size(0)} word embeddings for a vocabulary of {len(vocabulary.index)}")
+        raise ValueError(f"{source}: {word.size(0)} word embeddings, but "
+                         f"{os.path.join(os.path.dirname(source), 'spiece.model')} has {len(vocabulary.index)} pieces "
+                         f"(the weights and the sentencepiece model of different models?)")
     layers = {key.split(".")[2] for key in state if key.startswith(PREFIX + "layer.")}
     if len(layers) != config["n_layer"]:
         raise ValueError(f"{source}: {len(layers)} layers; {config_source} says n_layer {config['n_layer']}")

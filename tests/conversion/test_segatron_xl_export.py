@@ -186,3 +186,26 @@ def test_export_refuses_a_corpus_whose_dictionary_is_not_the_checkpoints(tmp_pat
                   expect_ok=False)
     assert str(checkpoint) in out and not (tmp_path / "hf").exists()
     assert not [p.name for p in tmp_path.iterdir() if p.name.startswith("hf")]  # nor hf.partial
+
+
+def test_transformer_xl_generate_greedy_continues_with_the_memory_as_a_manual_loop(tmp_path, corpus):
+    """generate() (greedy) of an export without segment parts: the prompt in one forward, then each token after
+    the memory it returned, giving the scores and tokens of a loop of argmaxes over the model's own forward."""
+    from transformers import AutoModelForCausalLM
+
+    _, out = _exported(tmp_path, corpus, "transformer_xl")
+    model = AutoModelForCausalLM.from_pretrained(out, trust_remote_code=True).eval()
+    prompt = _segments(*_stream(corpus)[3])[0]["input_ids"][:, :12]
+    with torch.no_grad():
+        generated = model.generate(prompt, max_new_tokens=30, do_sample=False, pad_token_id=model.config.pad_token_id,
+                                   output_scores=True, return_dict_in_generate=True)
+        result = model(prompt)
+        tokens, scores = [], []
+        for _ in range(30):  # past mem_len (20): the memory drops the prompt's first tokens
+            scores.append(result.logits[0, -1])
+            tokens.append(int(scores[-1].argmax()))
+            result = model(torch.tensor([[tokens[-1]]]), past_key_values=result.past_key_values)
+    assert generated.sequences[0, :12].tolist() == prompt[0].tolist()
+    assert generated.sequences[0, 12:].tolist() == tokens
+    torch.testing.assert_close(torch.stack([step[0] for step in generated.scores]), torch.stack(scores), rtol=0,
+                               atol=1e-5)

@@ -7,7 +7,9 @@ writes a Hugging Face directory: ``BertForMaskedLM`` for a segabert_bert_* model
 ``SegaBertForMaskedLM`` for SegaBERT and ``CrossThoughtForMaskedLM`` for Cross-Thought
 (remote code, ``trust_remote_code=True``); for a segabert_bert_electra_* model, DIR/discriminator
 (``ElectraForPreTraining``) and DIR/generator (``ElectraForMaskedLM``); ``XLNetLMHeadModel`` for
-XLNet with ``--positions token`` (with a sentencepiece corpus: its spiece.model for ``XLNetTokenizer``).
+XLNet with ``--positions token`` (with a sentencepiece corpus: its spiece.model for ``XLNetTokenizer``);
+``SegatronXLForCausalLM`` for Segatron-XL and Transformer-XL (remote code, with the memory as
+``past_key_values``).
 CORPUS is the segatron-preprocess directory whose sub-words the tokenizer files
 reproduce.
 """
@@ -23,6 +25,7 @@ def _hf(args) -> str:
         huggingface_bert,
         huggingface_cross_thought,
         huggingface_electra,
+        huggingface_segatron_xl,
         huggingface_xlnet,
     )
     from segatron_fairseq.hub.checkpoints import checkpoint_model_name, load_checkpoint, read_checkpoint
@@ -35,12 +38,16 @@ def _hf(args) -> str:
     state = read_checkpoint(args.checkpoint)
     model_name = checkpoint_model_name(state)
     exporters = {"segabert": huggingface_bert, "cross_thought": huggingface_cross_thought,
-                 "segabert_electra": huggingface_electra, "xlnet": huggingface_xlnet}
+                 "segabert_electra": huggingface_electra, "xlnet": huggingface_xlnet,
+                 "segatron_xl": huggingface_segatron_xl}
     if model_name not in exporters:
         raise NotImplementedError(f"{args.checkpoint}: a {model_name} checkpoint, which has no Hugging Face "
-                                  "class (Segatron-XL's memory and segment distances have none)")
+                                  "export")
     loaded = load_checkpoint(args.checkpoint, model_name, os.path.abspath(args.data), corpus_option="--data",
                              state=state)
+    if model_name == "segatron_xl":
+        huggingface_segatron_xl.export(loaded.model.eval(), loaded.task.source_dictionary, args.out, args.checkpoint)
+        return args.out
     words = subwords.of_corpus(args.data, read_metadata(args.data))
     if model_name == "segabert" and huggingface_albert.is_albert(loaded.model.args):
         exporters[model_name] = huggingface_albert  # a factorized embedding or shared layers
@@ -50,10 +57,10 @@ def _hf(args) -> str:
 
 def cli_main(argv=None) -> None:
     parser, formats = new_parser("segatron-export", __doc__.splitlines()[0])
-    hf = formats.add_parser("hf", help="a segabert, segabert_electra (baseline), cross_thought or xlnet "
-                            "(--positions token) checkpoint as a Hugging Face directory")
+    hf = formats.add_parser("hf", help="a segabert, segabert_electra (baseline), cross_thought, xlnet "
+                            "(--positions token) or segatron_xl checkpoint as a Hugging Face directory")
     hf.add_argument("--checkpoint", required=True,
-                    help="a checkpoint of a segabert, segabert_electra, cross_thought or xlnet model")
+                    help="a checkpoint of a segabert, segabert_electra, cross_thought, xlnet or segatron_xl model")
     hf.add_argument("--data", required=True, help="its corpus (segatron-preprocess directory: dict.txt, sub-words)")
     hf.add_argument("--out", required=True, help="the directory to write (must not exist)")
     hf.set_defaults(run=_hf)

@@ -32,11 +32,10 @@ from segatron_fairseq.modules import (
     ORIGINS,
     BiasedAdaptiveSoftmax,
     SegatronXLLayer,
-    SegmentDistances,
     segment_part_dims,
 )
+from segatron_fairseq.modules.segatron_xl_stack import run_layer_stack, segment_starts
 from segatron_fairseq.modules.segment_memory import CachedWindow, SegmentMemory
-from segatron_fairseq.segments import SEGMENT_LEVELS
 
 logger = logging.getLogger(__name__)
 _BASE = MODEL_PRESETS["wt103_base"]
@@ -187,43 +186,20 @@ class SegatronXLDecoder(SegatronXLDecoding, FairseqIncrementalDecoder):
         """The layer stack over one segment after ``memory``: the output (T, B, d)
         (final norm applied, before dropout), each layer's input (T, B, d), the
         segment counters (B, T) per part and each layer's attention (or None)."""
-        batch, seq_len = src_tokens.shape
-        mem_len = 0 if memory is None else memory.hidden[0].size(0)
-        starts = {}
-        given = {"sentence": sentence_starts, "paragraph": paragraph_starts}
-        for part in SEGMENT_LEVELS:
-            flags = given[part]
-            if part in self.part_dims:
-                if flags is None:
-                    raise ValueError(f"Segatron-XL with a {part} part needs {part}_starts in the input "
-                                     "(use --task segatron_lm)")
-                starts[part] = flags
-        counters = SegmentMemory.counters(starts, memory)
-        keys = mem_len + seq_len
-
+        try:
+            starts = segment_starts(self.part_dims, sentence_starts, paragraph_starts)
+        except ValueError as error:
+            raise ValueError(f"{error} (use --task segatron_lm)") from None
         # outside autocast (--amp): fairseq's AdaptiveInput writes its bands into a float32 tensor
         with torch.autocast(src_tokens.device.type, enabled=False):
             x = self.embed_tokens(src_tokens)
         # (T, B, d), contiguous like every later layer's input: compiled layers see one layout
         x = (x * self.embed_scale).transpose(0, 1).contiguous()
         x = self.dropout(x)
-        distances = SegmentDistances(
-            self.part_dims, keys, self.cfg.clamp_len, x.dtype, x.device,
-            query_counters=counters,
-            key_counters={p: c if memory is None else torch.cat([memory.counters[p], c], dim=1)
-                          for p, c in counters.items()},
-            origin=self.cfg.segment_distance_origin,
-        )
-        distances.map_tables(self.dropout)
-        mask = self._attention_mask(seq_len, keys, x.device)
-
-        inputs, weights = [], []
-        for i, layer in enumerate(self._layers_to_run(x.device)):
-            inputs.append(x)
-            bias = i if self.cfg.per_layer_position_biases else 0
-            x, layer_weights = layer(x, None if memory is None else memory.hidden[i], distances,
-                                     self.content_bias[bias], self.position_bias[bias], mask, need_attn)
-            weights.append(layer_weights)
+        x, inputs, counters, weights = run_layer_stack(
+            self._layers_to_run(x.device), x, starts, memory, self.part_dims, self.cfg.clamp_len,
+            self.cfg.segment_distance_origin, self.content_bias, self.position_bias, self.cfg.mem_len,
+            self.cfg.same_length, self.dropout, need_attn)
         if self.final_norm is not None:
             x = self.final_norm(x)
         return x, inputs, counters, weights
@@ -239,24 +215,6 @@ class SegatronXLDecoder(SegatronXLDecoding, FairseqIncrementalDecoder):
         if self._compiled_layers is None:
             self._compiled_layers = [torch.compile(layer) for layer in self.layers]
         return self._compiled_layers
-
-    def _attention_mask(self, seq_len: int, num_keys: int, device: torch.device) -> Tensor:
-        """(T, K) True where key j is hidden from query i (keys: the M = K - T
-        memory positions, then the segment): the keys after the query, and
-        with ``same_length`` also those mem_len or more positions back, so that
-        every query sees its last mem_len positions (itself included)::
-
-            T = 3, K = 5, mem_len = 2     causal     same_length
-                                          . . . x x   x . . x x
-                                          . . . . x   x x . . x
-                                          . . . . .   x x x . .
-        """
-        query = torch.arange(seq_len, device=device)[:, None] + (num_keys - seq_len)
-        key = torch.arange(num_keys, device=device)[None, :]
-        mask = key > query
-        if self.cfg.same_length:
-            mask |= key <= query - self.cfg.mem_len
-        return mask
 
     def output_layer(self, features: Tensor) -> Tensor:
         if self.adaptive_softmax is not None:

@@ -46,7 +46,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from segatron_fairseq.segments import SEGMENT_LEVELS
+# the levels whose starts Segatron-XL counts, innermost first: segments.SEGMENT_LEVELS, spelled here because
+# this module imports only torch and its siblings (the Hugging Face export ships it as remote code);
+# tests/segments/test_segment_layout.py checks the two agree
+SEGMENT_LEVELS = ("sentence", "paragraph")
 
 ORIGINS = ("query", "window_end")
 

@@ -74,12 +74,22 @@ class SegmentMemory:
                memory: Optional[CachedWindow], mem_len: int, keep: Optional[int] = None) -> None:
         """Cache the window's layer inputs (T, B, d each) and counters (B, T) after ``memory``'s, the first
         ``keep`` positions of the window (all when None), the last ``mem_len`` tokens kept (none when 0)."""
-        if mem_len <= 0:
-            return
-        with torch.no_grad():
-            hidden = [(x[:keep] if memory is None else torch.cat([memory.hidden[i], x[:keep]], dim=0))
-                      [-mem_len:].detach() for i, x in enumerate(inputs)]
-            cached = {part: (c[:, :keep] if memory is None else torch.cat([memory.counters[part], c[:, :keep]], dim=1))
-                      [:, -mem_len:] for part, c in counters.items()}
-            last = {part: c[:, :keep][:, -1] for part, c in counters.items()}
-        self._by_mode[training] = CachedWindow(hidden, cached, last)
+        window = next_window(inputs, counters, memory, mem_len, keep)
+        if window is not None:
+            self._by_mode[training] = window
+
+
+def next_window(inputs: List[Tensor], counters: Dict[str, Tensor], memory: Optional[CachedWindow], mem_len: int,
+                keep: Optional[int] = None) -> Optional[CachedWindow]:
+    """The memory after a window: ``memory``'s cached tokens, then the window's layer inputs (T, B, d each)
+    and counters (B, T) at its first ``keep`` positions (all when None), of which the last ``mem_len`` are
+    kept (detached); None when ``mem_len`` is 0 (no memory)."""
+    if mem_len <= 0:
+        return None
+    with torch.no_grad():
+        hidden = [(x[:keep] if memory is None else torch.cat([memory.hidden[i], x[:keep]], dim=0))
+                  [-mem_len:].detach() for i, x in enumerate(inputs)]
+        cached = {part: (c[:, :keep] if memory is None else torch.cat([memory.counters[part], c[:, :keep]], dim=1))
+                  [:, -mem_len:] for part, c in counters.items()}
+        last = {part: c[:, :keep][:, -1] for part, c in counters.items()}
+    return CachedWindow(hidden, cached, last)

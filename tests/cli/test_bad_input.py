@@ -7,8 +7,8 @@ A case names the fixtures it needs (the session's tiny trained models) and build
 ``{missing}``, ``{empty}``, ``{folder}``, ``{latin1}``, ``{notes}`` (plain text), ``{wikitext}``, ``{sts}``, ``{state}``
 (a small state dict), ``{xl_config}``, ``{dict_txt}``, ``{truncated}`` (the first half of a Segatron-XL checkpoint),
 ``{xl}`` / ``{xl_data}`` (that checkpoint and its corpus; ``{valid}``: its valid split as ``--data DIR --split
-valid``), ``{segabert}`` / ``{segabert_data}``, ``{cross_thought}`` / ``{cross_thought_data}``, ``{out}`` (an
-output path in the folder).
+valid``), ``{segabert}`` / ``{segabert_data}``, ``{cross_thought}`` / ``{cross_thought_data}``, ``{cloze}`` /
+``{cloze_data}``, ``{out}`` (an output path in the folder).
 ``segatron-components`` reads no input and is not here.
 """
 import json
@@ -181,8 +181,8 @@ CASES = {
                            "missing.txt", ("segabert_corpus",)),
     "export-truncated": Case("segatron-export", "hf --checkpoint {truncated} --data {segabert_data} --out {out}",
                              "truncated.pt", ("segabert_corpus", "segatron_xl_trained")),
-    "export-wrong-kind": Case("segatron-export", "hf --checkpoint {xl} --data {xl_data} --out {out}", "segatron_xl",
-                              ("segatron_xl_trained",)),
+    "export-wrong-kind": Case("segatron-export", "hf --checkpoint {cloze} --data {cloze_data} --out {out}",
+                              "cloze_two_tower", ("cloze_trained",)),
     "export-wrong-dictionary": Case("segatron-export", "hf --checkpoint {segabert} --data {xl_data} --out {out}",
                                     "dict.txt", ("segabert_checkpoint", "segatron_xl_trained")),
     # predictions and embeddings
@@ -277,6 +277,9 @@ def _inputs(folder: Path, request, needs) -> dict:
         trained = request.getfixturevalue("cross_thought_trained")
         paths.update(cross_thought=str(trained / "ckpt" / "checkpoint_last.pt"),
                      cross_thought_data=str(trained / "bin"))
+    if "cloze_trained" in needs:
+        trained = request.getfixturevalue("cloze_trained")
+        paths.update(cloze=str(trained / "ckpt" / "checkpoint_last.pt"), cloze_data=str(trained / "bin"))
     return paths
 
 

@@ -8,10 +8,10 @@ from conftest import run_cli
 
 
 @pytest.fixture(scope="module")
-def files(segabert_corpus, segabert_checkpoint, segatron_xl_trained, tmp_path_factory):
+def files(segabert_corpus, segabert_checkpoint, segatron_xl_trained, cloze_trained, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("export_errors")
     return {"checkpoint": segabert_checkpoint, "corpus": segabert_corpus, "missing": tmp / "missing.pt",
-            "segatron_xl": segatron_xl_trained / "ckpt" / "checkpoint_last.pt",
+            "cloze": cloze_trained / "ckpt" / "checkpoint_last.pt",
             "xl_corpus": segatron_xl_trained / "bin",
             **write_bad_checkpoints(tmp, segabert_checkpoint)}
 
@@ -20,7 +20,8 @@ CASES = {  # name: (options replaced, what the error names)
     "missing checkpoint": ({"--checkpoint": "{missing}"}, "{missing}"),
     "empty checkpoint": ({"--checkpoint": "{empty}"}, "{empty}"),
     "truncated checkpoint": ({"--checkpoint": "{truncated}"}, "{truncated}"),
-    "Segatron-XL checkpoint": ({"--checkpoint": "{segatron_xl}"}, "{segatron_xl}: a segatron_xl checkpoint"),
+    "cloze two-tower checkpoint": ({"--checkpoint": "{cloze}"},
+                                   "{cloze}: a cloze_two_tower checkpoint, which has no Hugging Face export"),
     "dictionary does not fit": ({"--data": "{xl_corpus}"}, "--data"),
     "data missing": ({"--data": "{missing}"}, "{missing}"),
 }

@@ -8,6 +8,7 @@ from torch import nn
 
 from segatron_fairseq.models.segatron_xl import SegatronXLConfig, SegatronXLDecoder
 from segatron_fairseq.modules import SegmentRelativeMultiheadAttention
+from segatron_fairseq.modules.segatron_xl_stack import window_mask
 
 SEQ, BATCH = 7, 2
 
@@ -134,7 +135,7 @@ def test_same_length_shows_each_query_its_last_mem_len_positions(sentence, parag
                            features_only=True, need_attn=True)
     # keys: memory (stream positions SEQ-4 .. SEQ-1), then the segment (SEQ .. 2*SEQ-1)
     hidden = torch.tensor([[not 0 <= (SEQ + i) - (SEQ - 4 + j) < 4 for j in range(4 + SEQ)] for i in range(SEQ)])
-    assert torch.equal(decoder._attention_mask(SEQ, 4 + SEQ, torch.device("cpu")), hidden)
+    assert torch.equal(window_mask(SEQ, 4 + SEQ, 4, True, torch.device("cpu")), hidden)
     for weights in extra["attn_layers"]:  # (B, H, T, 4 + T)
         assert torch.all(weights[:, :, hidden] == 0)
         torch.testing.assert_close(weights.sum(-1), torch.ones_like(weights.sum(-1)))

@@ -98,3 +98,11 @@ def test_the_exported_remote_code_names_the_levels_as_the_corpus_does():
             break
     else:
         raise AssertionError(f"{remote} defines no INDEX_NAMES")
+
+
+def test_segment_distances_spells_the_segment_levels_as_the_layout_does():
+    """modules/segment_distances.py is shipped as remote code of the Segatron-XL export, so it spells the levels
+    whose starts Segatron-XL counts itself; they must be these."""
+    from segatron_fairseq.modules import segment_distances
+
+    assert segment_distances.SEGMENT_LEVELS == SEGMENT_LEVELS

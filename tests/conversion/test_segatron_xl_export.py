@@ -1,0 +1,211 @@
+"""segatron-export hf of segatron_xl checkpoints (Segatron-XL with the exact Eq. 3 or the authors' window_end
+distances, Transformer-XL, adaptive input and softmax with biases or tied): the remote-code
+SegatronXLForCausalLM loaded by transformers==4.35.2 and by the newest release reads a corpus's text in segments,
+with its sentence / paragraph starts and the memory it returns, and gives the log-probability of every word of
+the vocabulary that the fairseq model gives reading the same segments in eval mode with its memory (1e-5), so
+the perplexity is the same."""
+import ast
+import math
+
+import pytest
+import torch
+from conftest import binarized_wikitext, run_cli
+from transformers_newest import newest_causal_lm_segments
+
+TGT_LEN = 40
+STREAM_TOKENS = 150  # four segments, the last one short
+
+# each case: the architecture and options of a random model; "{c1},{c2}" become cutoffs inside the vocabulary
+CASES = {
+    "segatron_query_pre_norm_same_length": ["--arch", "segatron_xl_tiny", "--mem-len", "24", "--pre-norm",
+                                            "--same-length"],
+    "segatron_window_end_clamped_per_layer_biases": ["--arch", "segatron_xl_tiny", "--segment-distance-origin",
+                                                     "window_end", "--clamp-len", "10",
+                                                     "--per-layer-position-biases"],
+    "transformer_xl": ["--arch", "transformer_xl_tiny", "--mem-len", "20"],
+    "adaptive_input_and_biased_softmax": ["--arch", "segatron_xl_tiny", "--adaptive-input",
+                                          "--adaptive-softmax-cutoff", "{c1},{c2}", "--adaptive-softmax-factor",
+                                          "2", "--adaptive-softmax-bias"],
+    "adaptive_tied_weights_and_projections": ["--arch", "transformer_xl_tiny", "--adaptive-input",
+                                              "--adaptive-softmax-cutoff", "{c1},{c2}", "--adaptive-softmax-factor",
+                                              "2", "--tie-adaptive-weights", "--tie-adaptive-proj"],
+    "adaptive_tied_weights_biased": ["--arch", "segatron_xl_tiny", "--adaptive-input", "--adaptive-softmax-cutoff",
+                                     "{c1}", "--adaptive-softmax-factor", "2", "--tie-adaptive-weights",
+                                     "--adaptive-softmax-bias", "--segment-distance-origin", "window_end"],
+    "token_table_and_adaptive_softmax": ["--arch", "segatron_xl_tiny", "--adaptive-softmax-cutoff", "{c1},{c2}",
+                                         "--adaptive-softmax-factor", "2"],
+}
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    """A binarized WikiText corpus (6 documents, 2 for valid): its bin directory."""
+    return binarized_wikitext(tmp_path_factory.mktemp("segatron_xl_export"), 6, 2, seed=17) / "bin"
+
+
+def _random_checkpoint(directory, corpus, options):
+    """A segatron_xl checkpoint of ``options`` (fairseq-train's) with the corpus's dictionary, every tensor
+    moved off its initialisation by N(0, 0.1) (LayerNorms, biases, u / v, adaptive softmax biases all differ
+    from their starting values)."""
+    from fairseq import options as fairseq_options
+    from fairseq import tasks
+    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+
+    from segatron_fairseq import PLUGIN_DIR
+    from segatron_fairseq.conversion.importers.fairseq_checkpoint import write_checkpoint
+
+    size = len((corpus / "dict.txt").read_text().splitlines()) + 4
+    options = [option.format(c1=size // 4, c2=size // 2) for option in options]
+    args = fairseq_options.parse_args_and_arch(fairseq_options.get_training_parser(),
+                                               [str(corpus), "--user-dir", PLUGIN_DIR, "--task", "segatron_lm",
+                                                *options])
+    task = tasks.setup_task(convert_namespace_to_omegaconf(args).task)
+    model = task.build_model(convert_namespace_to_omegaconf(args).model)
+    generator = torch.Generator().manual_seed(3)
+    state = {name: value + 0.1 * torch.randn(value.shape, generator=generator) if value.is_floating_point()
+             else value for name, value in model.state_dict().items()}
+    return write_checkpoint(directory, task.source_dictionary, "segatron_lm", options, state)
+
+
+def _stream(corpus):
+    """The first STREAM_TOKENS tokens of the valid split with their start flags, and what the model reads to
+    predict them ([eos] + tokens[:-1], each with its flags)."""
+    from segatron_fairseq.evaluation.token_losses import read_stream, stream_inputs
+
+    tokens, sentence, paragraph = (a[:STREAM_TOKENS] for a in read_stream(str(corpus / "valid")))
+    assert sentence[1:].sum() >= 4 and paragraph[1:].sum() >= 1  # the text has sentences and paragraphs
+    return tokens, sentence, paragraph, stream_inputs(tokens, sentence, paragraph, eos=2)
+
+
+def _segments(source, source_sentence, source_paragraph):
+    """The model's inputs, segment by segment of TGT_LEN: input_ids, sentence_starts, paragraph_starts (1, T)."""
+    return [{"input_ids": torch.from_numpy(source[i:i + TGT_LEN])[None],
+             "sentence_starts": torch.from_numpy(source_sentence[i:i + TGT_LEN])[None],
+             "paragraph_starts": torch.from_numpy(source_paragraph[i:i + TGT_LEN])[None]}
+            for i in range(0, len(source), TGT_LEN)]
+
+
+def _fairseq_log_probs(checkpoint, segments):
+    """(N, V) log-probabilities of the fairseq model over the segments read one after another in eval mode with
+    its memory (the evaluation memory, as fairseq-eval-lm runs it); and the model."""
+    from fairseq import checkpoint_utils
+
+    model = checkpoint_utils.load_model_ensemble([str(checkpoint)])[0][0].eval()
+    model.reset_memory(training=False)
+    log_probs = []
+    with torch.no_grad():
+        for segment in segments:
+            features, _ = model(segment["input_ids"], sentence_starts=segment["sentence_starts"],
+                                paragraph_starts=segment["paragraph_starts"])
+            log_probs.append(model.get_normalized_probs((features, None), log_probs=True, sample=None)[0])
+    model.reset_memory(training=False)
+    return torch.cat(log_probs), model
+
+
+def _exported(tmp_path, corpus, case):
+    checkpoint = _random_checkpoint(tmp_path / "model", corpus, CASES[case])
+    out = tmp_path / f"hf_{case}"  # the dynamic-module cache is named after the directory
+    run_cli("segatron-export", "hf", "--checkpoint", checkpoint, "--data", corpus, "--out", out)
+    return checkpoint, out
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_export_reads_segments_with_memory_as_fairseq_does(tmp_path, corpus, case):
+    from transformers import AutoModelForCausalLM
+
+    from segatron_fairseq.evaluation.token_losses import stream_losses
+
+    checkpoint, out = _exported(tmp_path, corpus, case)
+    tokens, sentence, paragraph, source = _stream(corpus)
+    segments = _segments(*source)
+    expected, fairseq_model = _fairseq_log_probs(checkpoint, segments)
+
+    model = AutoModelForCausalLM.from_pretrained(out, trust_remote_code=True).eval()
+    assert type(model).__name__ == "SegatronXLForCausalLM"
+    memory, logits = None, []
+    with torch.no_grad():
+        for segment in segments:
+            result = model(**segment, past_key_values=memory)
+            memory = result.past_key_values
+            logits.append(result.logits[0])
+    assert memory.get_seq_length() == fairseq_model.decoder.cfg.mem_len
+    log_probs = torch.cat(logits).log_softmax(dim=-1)
+    assert log_probs.shape == expected.shape == (STREAM_TOKENS, len(fairseq_model.decoder.dictionary))
+    torch.testing.assert_close(log_probs, expected, rtol=0, atol=1e-5)
+
+    # the perplexity of fairseq-eval-lm's loop (hub.token_losses) through transformers
+    target = torch.from_numpy(tokens)
+    ours = -log_probs.gather(1, target[:, None])[:, 0].double()
+    theirs = torch.from_numpy(stream_losses(fairseq_model, tokens, sentence, paragraph, TGT_LEN))
+    torch.testing.assert_close(ours, theirs, rtol=0, atol=1e-5)
+    assert math.exp(ours.mean()) == pytest.approx(math.exp(theirs.mean()), rel=1e-6)
+
+
+@pytest.mark.end_to_end
+@pytest.mark.parametrize("case", ["segatron_query_pre_norm_same_length",
+                                  "segatron_window_end_clamped_per_layer_biases", "transformer_xl",
+                                  "adaptive_input_and_biased_softmax", "adaptive_tied_weights_and_projections"])
+def test_newest_transformers_reads_the_export_as_fairseq_does(tmp_path, corpus, case):
+    checkpoint, out = _exported(tmp_path, corpus, case)
+    segments = _segments(*_stream(corpus)[3])
+    expected, _ = _fairseq_log_probs(checkpoint, segments)
+    logits = newest_causal_lm_segments(tmp_path, out, segments)
+    log_probs = torch.cat([segment[0] for segment in logits]).log_softmax(dim=-1)
+    torch.testing.assert_close(log_probs, expected, rtol=0, atol=1e-5)
+
+
+def test_shipped_modules_import_only_torch_the_standard_library_and_each_other(tmp_path, corpus):
+    """transformers copies the remote code's relative imports into its module cache: the plugin's modules shipped
+    in the directory must not import the plugin, fairseq or anything but torch and the standard library."""
+    import sys
+
+    _, out = _exported(tmp_path, corpus, "transformer_xl")
+    shipped = {path.stem for path in out.glob("*.py")}
+    assert {"segment_distances", "segment_relative_attention", "segatron_xl_layer", "segatron_xl_stack",
+            "segment_memory", "modeling_segatron_xl", "configuration_segatron_xl"} <= shipped
+    for path in out.glob("*.py"):
+        allowed = {"torch", "transformers"} if path.stem.endswith("_segatron_xl") else {"torch"}
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                assert node.module in shipped, f"{path.name} imports .{node.module}, which is not shipped"
+                continue
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module] if isinstance(node, ast.ImportFrom) else []
+            for name in names:
+                top = name.split(".")[0]
+                assert top in allowed or top in sys.stdlib_module_names, f"{path.name} imports {name}"
+
+
+def test_export_refuses_a_corpus_whose_dictionary_is_not_the_checkpoints(tmp_path, corpus):
+    checkpoint = _random_checkpoint(tmp_path / "model", corpus, CASES["transformer_xl"])
+    (tmp_path / "other.txt").write_text("a few other words .\n")
+    other = tmp_path / "other"
+    run_cli("segatron-preprocess", "--input-format", "lines", "--trainpref", tmp_path / "other.txt", "--destdir",
+            other)
+    out = run_cli("segatron-export", "hf", "--checkpoint", checkpoint, "--data", other, "--out", tmp_path / "hf",
+                  expect_ok=False)
+    assert str(checkpoint) in out and not (tmp_path / "hf").exists()
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith("hf")]  # nor hf.partial
+
+
+def test_transformer_xl_generate_greedy_continues_with_the_memory_as_a_manual_loop(tmp_path, corpus):
+    """generate() (greedy) of an export without segment parts: the prompt in one forward, then each token after
+    the memory it returned, giving the scores and tokens of a loop of argmaxes over the model's own forward."""
+    from transformers import AutoModelForCausalLM
+
+    _, out = _exported(tmp_path, corpus, "transformer_xl")
+    model = AutoModelForCausalLM.from_pretrained(out, trust_remote_code=True).eval()
+    prompt = _segments(*_stream(corpus)[3])[0]["input_ids"][:, :12]
+    with torch.no_grad():
+        generated = model.generate(prompt, max_new_tokens=30, do_sample=False, pad_token_id=model.config.pad_token_id,
+                                   output_scores=True, return_dict_in_generate=True)
+        result = model(prompt)
+        tokens, scores = [], []
+        for _ in range(30):  # past mem_len (20): the memory drops the prompt's first tokens
+            scores.append(result.logits[0, -1])
+            tokens.append(int(scores[-1].argmax()))
+            result = model(torch.tensor([[tokens[-1]]]), past_key_values=result.past_key_values)
+    assert generated.sequences[0, :12].tolist() == prompt[0].tolist()
+    assert generated.sequences[0, 12:].tolist() == tokens
+    torch.testing.assert_close(torch.stack([step[0] for step in generated.scores]), torch.stack(scores), rtol=0,
+                               atol=1e-5)

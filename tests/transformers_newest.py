@@ -1,12 +1,27 @@
 """The newest transformers release, which exports must also load with equal outputs. It needs a
 huggingface-hub that transformers 4.35.2 refuses, so scripts/install.sh installs it in a second environment,
-``.venv/transformers-newest`` (same torch); ``newest_outputs`` runs a model there on given inputs."""
+``.venv/transformers-newest`` (same torch); the functions here run a model there on given inputs."""
 import subprocess
 
 import torch
 from conftest import ROOT
 
 NEWEST_PYTHON = ROOT / ".venv" / "transformers-newest" / "bin" / "python"
+
+
+def _run_newest(script: str, tmp_path, inputs, *arguments: str):
+    """Run ``script`` in the newest release with argv ``arguments..., the inputs file, the output file``;
+    returns what it saved, after checking it ran a 5.x release."""
+    assert NEWEST_PYTHON.exists(), f"{NEWEST_PYTHON} is missing: run scripts/install.sh"
+    inputs_path, out_path = tmp_path / "newest_inputs.pt", tmp_path / "newest_outputs.pt"
+    torch.save(inputs, inputs_path)
+    proc = subprocess.run([str(NEWEST_PYTHON), "-c", script, *arguments, str(inputs_path), str(out_path)],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    result = torch.load(out_path)
+    assert int(result["version"].split(".")[0]) >= 5, result["version"]
+    return result
+
 
 _RUN = """
 import sys, torch, transformers
@@ -21,16 +36,8 @@ torch.save({"version": transformers.__version__, "output": getattr(result, outpu
 def newest_outputs(tmp_path, directory, class_name: str, inputs: dict, output: str = "logits",
                    trust_remote_code: bool = False) -> torch.Tensor:
     """``transformers.<class_name>.from_pretrained(directory)(**inputs).<output>`` in the newest release."""
-    assert NEWEST_PYTHON.exists(), f"{NEWEST_PYTHON} is missing: run scripts/install.sh"
-    inputs_path, out_path = tmp_path / "newest_inputs.pt", tmp_path / "newest_outputs.pt"
-    torch.save(inputs, inputs_path)
-    proc = subprocess.run([str(NEWEST_PYTHON), "-c", _RUN, str(directory), class_name, output,
-                           "1" if trust_remote_code else "0", str(inputs_path), str(out_path)],
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    assert proc.returncode == 0, proc.stdout[-3000:]
-    result = torch.load(out_path)
-    assert int(result["version"].split(".")[0]) >= 5, result["version"]
-    return result["output"]
+    return _run_newest(_RUN, tmp_path, inputs, str(directory), class_name, output,
+                       "1" if trust_remote_code else "0")["output"]
 
 
 _RUN_SEGMENTS = """
@@ -51,12 +58,23 @@ def newest_causal_lm_segments(tmp_path, directory, segments: list) -> list:
     """The logits of ``AutoModelForCausalLM.from_pretrained(directory, trust_remote_code=True)`` in the newest
     release over ``segments`` (a list of input dicts) read one after the other, each after the memory
     (``past_key_values``) the one before returned."""
-    assert NEWEST_PYTHON.exists(), f"{NEWEST_PYTHON} is missing: run scripts/install.sh"
-    inputs_path, out_path = tmp_path / "newest_segments.pt", tmp_path / "newest_logits.pt"
-    torch.save(segments, inputs_path)
-    proc = subprocess.run([str(NEWEST_PYTHON), "-c", _RUN_SEGMENTS, str(directory), str(inputs_path), str(out_path)],
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    assert proc.returncode == 0, proc.stdout[-3000:]
-    result = torch.load(out_path)
-    assert int(result["version"].split(".")[0]) >= 5, result["version"]
-    return result["logits"]
+    return _run_newest(_RUN_SEGMENTS, tmp_path, segments, str(directory))["logits"]
+
+
+_RUN_GREEDY = """
+import sys, torch, transformers
+directory, max_new_tokens, inputs_path, out_path = sys.argv[1:]
+model = transformers.AutoModelForCausalLM.from_pretrained(directory, trust_remote_code=True).eval()
+with torch.no_grad():
+    out = model.generate(torch.load(inputs_path), max_new_tokens=int(max_new_tokens), do_sample=False,
+                         pad_token_id=model.config.pad_token_id, output_scores=True, return_dict_in_generate=True)
+torch.save({"version": transformers.__version__, "sequences": out.sequences,
+            "scores": torch.stack([step for step in out.scores], dim=1)}, out_path)
+"""
+
+
+def newest_greedy_generate(tmp_path, directory, prompt: torch.Tensor, max_new_tokens: int):
+    """(sequences (B, T + N), scores (B, N, V)) of greedy ``generate()`` of the causal LM ``directory`` (remote
+    code) in the newest release."""
+    result = _run_newest(_RUN_GREEDY, tmp_path, prompt, str(directory), str(max_new_tokens))
+    return result["sequences"], result["scores"]

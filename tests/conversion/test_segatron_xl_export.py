@@ -10,7 +10,7 @@ import math
 import pytest
 import torch
 from conftest import binarized_wikitext, run_cli
-from transformers_newest import newest_causal_lm_segments
+from transformers_newest import newest_causal_lm_segments, newest_greedy_generate
 
 TGT_LEN = 40
 STREAM_TOKENS = 150  # four segments, the last one short
@@ -102,9 +102,11 @@ def _fairseq_log_probs(checkpoint, segments):
     return torch.cat(log_probs), model
 
 
-def _exported(tmp_path, corpus, case):
-    checkpoint = _random_checkpoint(tmp_path / "model", corpus, CASES[case])
-    out = tmp_path / f"hf_{case}"  # the dynamic-module cache is named after the directory
+def _exported(tmp_path, corpus, case, mem_len=None):
+    """A random checkpoint of ``CASES[case]`` (with ``--mem-len mem_len`` when given), exported."""
+    options = CASES[case] if mem_len is None else [*CASES[case], "--mem-len", str(mem_len)]
+    checkpoint = _random_checkpoint(tmp_path / "model", corpus, options)
+    out = tmp_path / f"hf_{case}_{mem_len}"  # the dynamic-module cache is named after the directory
     run_cli("segatron-export", "hf", "--checkpoint", checkpoint, "--data", corpus, "--out", out)
     return checkpoint, out
 
@@ -188,24 +190,56 @@ def test_export_refuses_a_corpus_whose_dictionary_is_not_the_checkpoints(tmp_pat
     assert not [p.name for p in tmp_path.iterdir() if p.name.startswith("hf")]  # nor hf.partial
 
 
-def test_transformer_xl_generate_greedy_continues_with_the_memory_as_a_manual_loop(tmp_path, corpus):
+def _greedy_by_hand(model, prompt, steps: int):
+    """(tokens, scores (steps, V)) of a loop of argmaxes over the model's forward: the prompt, then each token after
+    the memory the step before returned (with ``mem_len`` 0: the whole sequence again)."""
+    tokens, scores = [], []
+    with torch.no_grad():
+        result = model(prompt)
+        for _ in range(steps):
+            scores.append(result.logits[0, -1])
+            tokens.append(int(scores[-1].argmax()))
+            if model.config.mem_len > 0:
+                result = model(torch.tensor([[tokens[-1]]]), past_key_values=result.past_key_values)
+            else:
+                result = model(torch.cat([prompt, torch.tensor([tokens])], dim=1), use_cache=False)
+    return tokens, torch.stack(scores)
+
+
+@pytest.mark.parametrize("mem_len", [20, 0])
+def test_transformer_xl_generate_greedy_continues_with_the_memory_as_a_manual_loop(tmp_path, corpus, mem_len):
     """generate() (greedy) of an export without segment parts: the prompt in one forward, then each token after
-    the memory it returned, giving the scores and tokens of a loop of argmaxes over the model's own forward."""
+    the memory it returned (past mem_len 20: the memory drops the prompt's first tokens), or without memory the
+    whole sequence each step, giving the scores and tokens of a loop of argmaxes over the model's own forward.
+    Padded rows are refused."""
     from transformers import AutoModelForCausalLM
 
-    _, out = _exported(tmp_path, corpus, "transformer_xl")
+    _, out = _exported(tmp_path, corpus, "transformer_xl", mem_len=mem_len)
     model = AutoModelForCausalLM.from_pretrained(out, trust_remote_code=True).eval()
     prompt = _segments(*_stream(corpus)[3])[0]["input_ids"][:, :12]
     with torch.no_grad():
         generated = model.generate(prompt, max_new_tokens=30, do_sample=False, pad_token_id=model.config.pad_token_id,
                                    output_scores=True, return_dict_in_generate=True)
-        result = model(prompt)
-        tokens, scores = [], []
-        for _ in range(30):  # past mem_len (20): the memory drops the prompt's first tokens
-            scores.append(result.logits[0, -1])
-            tokens.append(int(scores[-1].argmax()))
-            result = model(torch.tensor([[tokens[-1]]]), past_key_values=result.past_key_values)
+    tokens, scores = _greedy_by_hand(model, prompt, 30)
     assert generated.sequences[0, :12].tolist() == prompt[0].tolist()
     assert generated.sequences[0, 12:].tolist() == tokens
-    torch.testing.assert_close(torch.stack([step[0] for step in generated.scores]), torch.stack(scores), rtol=0,
-                               atol=1e-5)
+    torch.testing.assert_close(torch.stack([step[0] for step in generated.scores]), scores, rtol=0, atol=1e-5)
+    padded = torch.ones(1, 12, dtype=torch.long)
+    padded[0, 0] = 0
+    with pytest.raises(ValueError, match="attention_mask hides positions"):
+        model.generate(prompt, attention_mask=padded, max_new_tokens=2, pad_token_id=model.config.pad_token_id)
+
+
+@pytest.mark.end_to_end
+def test_newest_transformers_generates_with_the_memory(tmp_path, corpus):
+    """In the newest release (which passes the memory to the model as ``cache``), greedy generate() gives the
+    tokens and scores of the manual loop in 4.35.2."""
+    from transformers import AutoModelForCausalLM
+
+    _, out = _exported(tmp_path, corpus, "transformer_xl")
+    model = AutoModelForCausalLM.from_pretrained(out, trust_remote_code=True).eval()
+    prompt = _segments(*_stream(corpus)[3])[0]["input_ids"][:, :12]
+    tokens, scores = _greedy_by_hand(model, prompt, 30)
+    sequences, newest_scores = newest_greedy_generate(tmp_path, out, prompt, 30)
+    assert sequences[0, 12:].tolist() == tokens
+    torch.testing.assert_close(newest_scores[0], scores, rtol=0, atol=1e-5)

@@ -173,6 +173,18 @@ class SegatronXLPreTrainedModel(PreTrainedModel):
                 nn.init.zeros_(bias)
 
 
+def _given_memory(past_key_values: Optional[SegatronXLMemory], kwargs: dict) -> Optional[SegatronXLMemory]:
+    """The memory passed as ``past_key_values`` or, by transformers 5.24's generate(), as ``cache``."""
+    return past_key_values if past_key_values is not None else kwargs.pop("cache", None)
+
+
+def _check_unpadded(attention_mask: Optional[Tensor]) -> None:
+    """Rows of a batch are read whole, memory first: padding would be read as text."""
+    if attention_mask is not None and not bool(attention_mask.bool().all()):
+        raise ValueError("attention_mask hides positions: SegatronXLForCausalLM reads every position as text "
+                         "(no padding); give rows of equal length, or one row at a time")
+
+
 class SegatronXLModel(SegatronXLPreTrainedModel):
     """The embedding and the layer stack with its memory: (B, T) ids -> (B, T, d) features."""
 
@@ -203,7 +215,11 @@ class SegatronXLModel(SegatronXLPreTrainedModel):
         """input_ids (B, T) after the memory ``past_key_values`` (or None: an
         empty memory); sentence_starts / paragraph_starts (B, T) bool, needed
         for the enabled parts. Returns ``last_hidden_state`` (B, T, d) and,
-        with ``use_cache``, the memory after this segment as ``past_key_values``."""
+        with ``use_cache``, the memory after this segment as ``past_key_values``
+        (newer transformers name it ``cache``). Rows are never padded: an
+        ``attention_mask`` that hides a position is refused."""
+        _check_unpadded(kwargs.get("attention_mask"))
+        past_key_values = _given_memory(past_key_values, kwargs)
         memory = None if past_key_values is None else past_key_values.window
         if memory is not None and memory.hidden[0].size(1) != input_ids.size(0):
             raise ValueError(f"past_key_values holds {memory.hidden[0].size(1)} rows, input_ids "
@@ -249,8 +265,9 @@ class SegatronXLForCausalLM(SegatronXLPreTrainedModel, GenerationMixin):
         tokens, shifted here as transformers' causal LMs do (position t
         predicts labels[t + 1]; -100 ignored), for ``loss``, the mean NLL.
         Returns ``logits`` (B, T, V) and the memory as ``past_key_values``."""
-        hidden, memory = self.transformer(input_ids, sentence_starts, paragraph_starts, past_key_values,
-                                          use_cache=use_cache, return_dict=False)
+        hidden, memory = self.transformer(input_ids, sentence_starts, paragraph_starts,
+                                          _given_memory(past_key_values, kwargs), use_cache=use_cache,
+                                          return_dict=False, attention_mask=kwargs.get("attention_mask"))
         if self.adaptive_softmax is not None:
             logits = self.adaptive_softmax(hidden, self.transformer.adaptive_input)
         else:
@@ -264,7 +281,13 @@ class SegatronXLForCausalLM(SegatronXLPreTrainedModel, GenerationMixin):
 
     def prepare_inputs_for_generation(self, input_ids: Tensor, past_key_values: Optional[SegatronXLMemory] = None,
                                       attention_mask: Optional[Tensor] = None, **kwargs):
-        """The whole prompt first, then only the last token, after the memory of the tokens before it."""
+        """The whole prompt first, then only the last token, after the memory
+        of the tokens before it; without memory (``mem_len`` 0) the whole
+        sequence every step. transformers 5.24 passes the memory as ``cache``."""
+        _check_unpadded(attention_mask)
+        past_key_values = _given_memory(past_key_values, kwargs)
+        if self.config.mem_len <= 0:
+            return {"input_ids": input_ids, "past_key_values": None, "use_cache": False}
         if past_key_values is not None:
             input_ids = input_ids[:, -1:]
         return {"input_ids": input_ids, "past_key_values": past_key_values, "use_cache": True}

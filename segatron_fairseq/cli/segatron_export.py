@@ -28,7 +28,13 @@ def _hf(args) -> str:
         huggingface_segatron_xl,
         huggingface_xlnet,
     )
-    from segatron_fairseq.hub.checkpoints import checkpoint_model_name, load_checkpoint, read_checkpoint
+    from segatron_fairseq.conversion.exporters.model_card import checkpoint_facts
+    from segatron_fairseq.hub.checkpoints import (
+        checkpoint_model_name,
+        checkpoint_task_name,
+        load_checkpoint,
+        read_checkpoint,
+    )
     from segatron_preprocess import subwords
     from segatron_preprocess.corpus_format import read_metadata
 
@@ -43,15 +49,17 @@ def _hf(args) -> str:
     if model_name not in exporters:
         raise NotImplementedError(f"{args.checkpoint}: a {model_name} checkpoint, which has no Hugging Face "
                                   "export")
+    facts = checkpoint_facts(args.checkpoint, state, model_name, checkpoint_task_name(state))  # read before loading
     loaded = load_checkpoint(args.checkpoint, model_name, os.path.abspath(args.data), corpus_option="--data",
                              state=state)
     if model_name == "segatron_xl":
-        huggingface_segatron_xl.export(loaded.model.eval(), loaded.task.source_dictionary, args.out, args.checkpoint)
+        huggingface_segatron_xl.export(loaded.model.eval(), loaded.task.source_dictionary, args.out, args.checkpoint,
+                                       facts)
         return args.out
     words = subwords.of_corpus(args.data, read_metadata(args.data))
     if model_name == "segabert" and huggingface_albert.is_albert(loaded.model.args):
         exporters[model_name] = huggingface_albert  # a factorized embedding or shared layers
-    exporters[model_name].export(loaded.model.eval(), loaded.task.source_dictionary, words, args.out)
+    exporters[model_name].export(loaded.model.eval(), loaded.task.source_dictionary, words, args.out, facts)
     return args.out
 
 

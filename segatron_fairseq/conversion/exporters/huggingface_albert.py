@@ -5,7 +5,7 @@ the first of its group (``--encoder-layer-groups`` G; every layer its own
 group without sharing), becomes ``albert.encoder.albert_layer_groups.g.albert_layers.0``;
 without a factorized embedding the E -> H mapping is the identity.
 A SegaBERT model (index tables) of this kind has no Hugging Face class."""
-from typing import Dict
+from typing import Dict, Optional
 
 import torch
 from torch import Tensor
@@ -14,6 +14,7 @@ from segatron_fairseq.conversion.bert_names import ALBERT_LAYER_KEYS, HF_ACTIVAT
 from segatron_fairseq.modules.shared_layers import owners
 
 from .huggingface_directory import layer_state, position_rows, tokenizer_files, warn_about_heads, write_directory
+from .model_card import CheckpointFacts
 
 _ACTIVATIONS = {ours: theirs for theirs, ours in HF_ACTIVATIONS.items()}
 
@@ -88,11 +89,11 @@ def _state(model) -> Dict[str, Tensor]:
     return state
 
 
-def export(model, dictionary, subwords, out_dir: str) -> None:
+def export(model, dictionary, subwords, out_dir: str, facts: Optional[CheckpointFacts] = None) -> None:
     """Write ``out_dir`` (which must not exist): config.json, model.safetensors
     and the tokenizer files."""
     warn_about_heads(model)
     _check(model)
     config = _config(model, dictionary)
     files, copies = tokenizer_files(dictionary, subwords, config["max_position_embeddings"])
-    write_directory(out_dir, config, _state(model), files, copies)
+    write_directory(out_dir, config, _state(model), files, copies, facts)

@@ -13,7 +13,7 @@
 The ids stay ours (``huggingface_directory.tokenizer_files``).
 """
 import os
-from typing import Dict
+from typing import Dict, Optional
 
 from torch import Tensor
 
@@ -27,6 +27,7 @@ from .huggingface_directory import (
     warn_about_heads,
     write_directory,
 )
+from .model_card import CheckpointFacts
 
 REMOTE_CODE_DIR = os.path.join(os.path.dirname(__file__), "hf_segabert")
 REMOTE_CODE_FILES = ("configuration_segabert.py", "modeling_segabert.py")
@@ -86,7 +87,7 @@ def _state(model, prefix: str, segabert: bool) -> Dict[str, Tensor]:
     return state
 
 
-def export(model, dictionary, subwords, out_dir: str) -> None:
+def export(model, dictionary, subwords, out_dir: str, facts: Optional[CheckpointFacts] = None) -> None:
     """Write ``out_dir`` (which must not exist): config.json, model.safetensors,
     the tokenizer files and, for SegaBERT, the remote code."""
     warn_about_heads(model)
@@ -96,4 +97,4 @@ def export(model, dictionary, subwords, out_dir: str) -> None:
     files, copies = tokenizer_files(dictionary, subwords, config["max_position_embeddings"])
     if segabert:
         copies.update({name: os.path.join(REMOTE_CODE_DIR, name) for name in REMOTE_CODE_FILES})
-    write_directory(out_dir, config, _state(model, "segabert" if segabert else "bert", segabert), files, copies)
+    write_directory(out_dir, config, _state(model, "segabert" if segabert else "bert", segabert), files, copies, facts)

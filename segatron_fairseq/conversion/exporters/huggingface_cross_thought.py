@@ -14,11 +14,12 @@ training is 0, as in our evaluation. Pair classification heads are not
 exported.
 """
 import os
-from typing import Dict
+from typing import Dict, Optional
 
 from torch import Tensor
 
 from .huggingface_directory import layer_state, lm_head_state, tokenizer_files, warn_about_heads, write_directory
+from .model_card import CheckpointFacts
 
 REMOTE_CODE_DIR = os.path.join(os.path.dirname(__file__), "hf_cross_thought")
 REMOTE_CODE_FILES = ("configuration_cross_thought.py", "modeling_cross_thought.py")
@@ -70,10 +71,10 @@ def _state(model) -> Dict[str, Tensor]:
     return state
 
 
-def export(model, dictionary, subwords, out_dir: str) -> None:
+def export(model, dictionary, subwords, out_dir: str, facts: Optional[CheckpointFacts] = None) -> None:
     warn_about_heads(model)
     config = _config(model, dictionary)
     files, copies = tokenizer_files(dictionary, subwords,
                                     config["max_position_embeddings"] - config["num_special_tokens"])
     copies.update({name: os.path.join(REMOTE_CODE_DIR, name) for name in REMOTE_CODE_FILES})
-    write_directory(out_dir, config, _state(model), files, copies)
+    write_directory(out_dir, config, _state(model), files, copies, facts)

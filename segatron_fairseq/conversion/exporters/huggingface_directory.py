@@ -5,11 +5,13 @@ import json
 import logging
 import os
 import shutil
-from typing import Dict, Tuple
+from typing import Dict, Optional, Tuple
 
 from torch import Tensor
 
 from segatron_fairseq.conversion.bert_names import BERT_SPECIAL_NAMES, ENCODER_LAYER_KEYS
+
+from .model_card import CheckpointFacts, card_files
 
 logger = logging.getLogger(__name__)
 
@@ -80,11 +82,12 @@ def warn_about_heads(model) -> None:
 
 
 def write_directory(out_dir: str, config: Dict, state: Dict[str, Tensor], files: Dict[str, str],
-                    copies: Dict[str, str]) -> None:
+                    copies: Dict[str, str], facts: Optional[CheckpointFacts] = None) -> None:
     """``out_dir`` (which must not exist): config.json, model.safetensors,
     ``files`` (name -> text) and ``copies`` (name -> the file to copy: remote
-    code, a sentencepiece model). Every file gets an ordinary file's mode
-    (0666 less the umask)."""
+    code, a sentencepiece model); with ``facts`` (the source checkpoint's) the
+    model card and generation_config.json (``model_card``). Every file gets
+    an ordinary file's mode (0666 less the umask)."""
     from safetensors.torch import save
 
     if os.path.exists(out_dir):
@@ -97,7 +100,7 @@ def write_directory(out_dir: str, config: Dict, state: Dict[str, Tensor], files:
         # through open(): safetensors' save_file writes a temporary file of mode 0600 and renames it
         with open(os.path.join(staging, "model.safetensors"), "wb") as f:
             f.write(save(tensors, metadata={"format": "pt"}))
-        for name, text in {**files, "config.json": json.dumps(config, indent=2)}.items():
+        for name, text in {**files, **card_files(config, facts), "config.json": json.dumps(config, indent=2)}.items():
             with open(os.path.join(staging, name), "w", encoding="utf-8") as f:
                 f.write(text)
         for name, source in copies.items():

@@ -8,11 +8,12 @@ Hugging Face class, nor has a fine-tuned one (no generator) a pre-training one.
 """
 import os
 import shutil
-from typing import Dict
+from typing import Dict, Optional
 
 from torch import Tensor
 
 from .huggingface_directory import layer_state, position_rows, tokenizer_files, warn_about_heads, write_directory
+from .model_card import CheckpointFacts
 
 
 def _check(model) -> None:
@@ -58,7 +59,7 @@ def _electra_state(ours: Dict[str, Tensor], prefix: str, encoder, types: Tensor)
     return state
 
 
-def export(model, dictionary, subwords, out_dir: str) -> None:
+def export(model, dictionary, subwords, out_dir: str, facts: Optional[CheckpointFacts] = None) -> None:
     """Write ``out_dir`` (which must not exist) with ``discriminator/`` and
     ``generator/``: config.json, model.safetensors and the tokenizer files each."""
     warn_about_heads(model)
@@ -88,7 +89,7 @@ def export(model, dictionary, subwords, out_dir: str) -> None:
                 ("discriminator", model.encoder, discriminator, "ElectraForPreTraining"),
                 ("generator", model.generator, generator, "ElectraForMaskedLM")):
             write_directory(os.path.join(staging, name), _config(model, encoder, dictionary, architecture), state,
-                            files, copies)
+                            files, copies, facts)
         os.replace(staging, out_dir)
     finally:
         shutil.rmtree(staging, ignore_errors=True)

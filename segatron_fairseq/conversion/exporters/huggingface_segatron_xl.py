@@ -15,11 +15,12 @@ and softmax are written in the remote code itself.
                                           --tie-adaptive-proj), band_outputs.i (unless tied), band_biases.i
 """
 import os
-from typing import Dict
+from typing import Dict, Optional
 
 from torch import Tensor
 
 from .huggingface_directory import write_directory
+from .model_card import CheckpointFacts
 
 REMOTE_CODE_DIR = os.path.join(os.path.dirname(__file__), "hf_segatron_xl")
 REMOTE_CODE_FILES = ("configuration_segatron_xl.py", "modeling_segatron_xl.py")
@@ -94,10 +95,10 @@ def _state(decoder, config: Dict, checkpoint: str) -> Dict[str, Tensor]:
     return state
 
 
-def export(model, dictionary, out_dir: str, checkpoint: str) -> None:
+def export(model, dictionary, out_dir: str, checkpoint: str, facts: Optional[CheckpointFacts] = None) -> None:
     """Write ``model`` (a ``SegatronXLModel``, in eval mode) with ``dictionary``'s size to ``out_dir``;
     ``checkpoint``: its file, named by the errors. ``--compile-layers`` (a training speed-up) is dropped."""
     config = _config(model.decoder, dictionary)
     copies = {name: os.path.join(REMOTE_CODE_DIR, name) for name in REMOTE_CODE_FILES}
     copies.update({name: os.path.join(MODULES_DIR, name) for name in SHIPPED_MODULES})
-    write_directory(out_dir, config, _state(model.decoder, config, checkpoint), {}, copies)
+    write_directory(out_dir, config, _state(model.decoder, config, checkpoint), {}, copies, facts)

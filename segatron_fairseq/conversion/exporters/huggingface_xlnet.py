@@ -20,7 +20,7 @@ no tokenizer is written.
 """
 import json
 import logging
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import torch
 from torch import Tensor
@@ -30,6 +30,7 @@ from segatron_fairseq.conversion.importers.sentencepiece_vocabulary import read_
 from segatron_fairseq.conversion.xlnet_names import PREFIX, huggingface_state
 
 from .huggingface_directory import warn_about_heads, write_directory
+from .model_card import CheckpointFacts
 
 logger = logging.getLogger(__name__)
 
@@ -108,11 +109,11 @@ def _state(model, dictionary, symbols: List[str]) -> Dict[str, Tensor]:
             "lm_loss.bias": state["lm_loss.bias"][rows].masked_fill(absent, ABSENT_PIECE_BIAS)}
 
 
-def export(model, dictionary, subwords, out_dir: str) -> None:
+def export(model, dictionary, subwords, out_dir: str, facts: Optional[CheckpointFacts] = None) -> None:
     """Write ``out_dir`` (which must not exist): config.json, model.safetensors
     and, with a sentencepiece corpus, spiece.model and tokenizer_config.json."""
     warn_about_heads(model)
     _check(model)
     symbols, pieces = exported_symbols(dictionary, subwords)
     files, copies = _tokenizer_files(symbols, pieces, subwords)
-    write_directory(out_dir, _config(model, symbols), _state(model, dictionary, symbols), files, copies)
+    write_directory(out_dir, _config(model, symbols), _state(model, dictionary, symbols), files, copies, facts)

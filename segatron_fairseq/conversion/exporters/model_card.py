@@ -1,0 +1,139 @@
+"""What an export says about itself: a model card (``README.md``, opening
+with the metadata block the Hugging Face hub reads) and, for the causal
+language models, ``generation_config.json``.
+
+The card is made from the directory's ``config.json`` (its class, remote code
+or not: the pipeline tag, the tags, how to load it) and from the checkpoint
+it came from (``CheckpointFacts``: the model, task and data, the main training
+settings, and the held-out figure when the checkpoint has one)::
+
+    ---
+    library_name: transformers
+    pipeline_tag: text-generation
+    tags: [segatron-fairseq, fairseq, segatron_xl, custom_code]
+    ---
+    # segatron_xl (segatron_xl_wt103_base), exported by segatron-fairseq
+    ...
+"""
+import json
+import os
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Tuple
+
+# the tasks whose validation loss is a language model's cross-entropy (base 2, fairseq's) over its targets
+LANGUAGE_MODEL_TASKS = ("segatron_lm", "xlnet_plm", "segabert_mlm", "cross_thought_mlm", "cloze_lm")
+# pipeline tag by the ending of the exported class
+PIPELINE_TAGS = (("ForMaskedLM", "fill-mask"), ("ForCausalLM", "text-generation"),
+                 ("LMHeadModel", "text-generation"))
+# the training settings a card lists: (section of the checkpoint's configuration, field, fairseq-train option)
+# (a model's architecture is its configuration's _name, or arch in an argparse-made configuration)
+SETTINGS = (("model", "_name", "--arch"), ("model", "arch", "--arch"), ("criterion", "_name", "--criterion"),
+            ("optimizer", "_name", "--optimizer"),
+            ("optimization", "lr", "--lr"), ("optimization", "max_update", "--max-update"),
+            ("dataset", "batch_size", "--batch-size"), ("dataset", "max_tokens", "--max-tokens"),
+            ("optimization", "update_freq", "--update-freq"), ("common", "seed", "--seed"))
+
+
+@dataclass
+class CheckpointFacts:
+    """What a card says of the checkpoint an export came from."""
+
+    path: str
+    model: str  # the registered model
+    task: str
+    data: Optional[str]
+    settings: List[Tuple[str, str]]  # (fairseq-train option, value) of SETTINGS the checkpoint sets
+    val_loss: Optional[float]  # the last validation loss, base 2 (None: trained without validation)
+    num_updates: Optional[int]
+
+
+def _section(cfg, name: str):
+    section = cfg.get(name) if hasattr(cfg, "get") else getattr(cfg, name, None)
+    return section if section is not None else {}
+
+
+def _field(section, name: str):
+    return section.get(name) if hasattr(section, "get") else getattr(section, name, None)
+
+
+def checkpoint_facts(path: str, state: dict, model: str, task: str) -> CheckpointFacts:
+    """The facts of the fairseq checkpoint ``state`` read from ``path``
+    (``model`` and ``task``: its registered model and task)."""
+    cfg = state.get("cfg") or {}  # (a legacy argparse checkpoint has none: no settings listed)
+    settings = []
+    for section, name, option in SETTINGS:
+        value = _field(_section(cfg, section), name)
+        if value is not None and not isinstance(value, (str, int, float)) and len(value) == 1:
+            value = value[0]  # fairseq's lists of one (--lr, --update-freq)
+        if value is not None and option not in dict(settings) and not (option == "--update-freq" and value == 1):
+            settings.append((option, str(value)))
+    extra = state.get("extra_state") or {}
+    val_loss = extra.get("val_loss")
+    updates = None
+    for _, key, _, meter in dict(extra.get("metrics") or {}).get("default", []):
+        if key == "num_updates":
+            updates = int(meter["val"])
+    return CheckpointFacts(os.path.basename(path), model, task, _field(_section(cfg, "task"), "data"), settings,
+                           None if val_loss is None else float(val_loss), updates)
+
+
+def _pipeline_tag(architecture: str) -> Optional[str]:
+    return next((tag for ending, tag in PIPELINE_TAGS if architecture.endswith(ending)), None)
+
+
+def _held_out(facts: CheckpointFacts) -> str:
+    if facts.val_loss is None:
+        return "The checkpoint holds no validation figure (it was trained with validation off)."
+    figure = f"validation loss {facts.val_loss:.4f} (base 2)"
+    if facts.task in LANGUAGE_MODEL_TASKS:
+        figure += f", perplexity {2 ** facts.val_loss:.2f}" if facts.val_loss < 1000 else ", perplexity inf"
+    at = f" after {facts.num_updates:,} updates" if facts.num_updates is not None else ""
+    return f"Held out: {figure}{at}, the last validation of the checkpoint."
+
+
+def model_card(config: Dict, facts: CheckpointFacts) -> str:
+    """README.md of a directory whose config.json is ``config``."""
+    architecture = (config.get("architectures") or [config.get("model_type", "model")])[0]
+    remote = "auto_map" in config
+    tag = _pipeline_tag(architecture)
+    tags = ["segatron-fairseq", "fairseq", facts.model] + (["custom_code"] if remote else [])
+    metadata = ["---", "library_name: transformers"] + ([f"pipeline_tag: {tag}"] if tag else []) + \
+        [f"tags: [{', '.join(tags)}]", "---"]
+    auto = {"fill-mask": "AutoModelForMaskedLM", "text-generation": "AutoModelForCausalLM"}.get(tag, "AutoModel")
+    trust = ", trust_remote_code=True" if remote else ""
+    arch = dict(facts.settings).get("--arch", facts.model)
+    command = " ".join(["fairseq-train", facts.data or "DATA", "--user-dir segatron_fairseq", "--task", facts.task,
+                        *[f"{option} {value}" for option, value in facts.settings]])
+    lines = metadata + [
+        f"# {facts.model} ({arch}), exported by segatron-fairseq", "",
+        f"`{architecture}` exported with `segatron-export hf` from the fairseq checkpoint `{facts.path}` of "
+        f"segatron-fairseq's `{facts.model}` model" + (" (remote code: `trust_remote_code=True`)." if remote else "."),
+        "", "```python", f"from transformers import {auto}",
+        f'model = {auto}.from_pretrained("path/to/this/directory"{trust})', "```", "",
+        "## Training", "",
+        f"Task `{facts.task}` on `{facts.data or 'unknown data'}`. The main settings of the checkpoint's "
+        "configuration (fairseq keeps the configuration, not the command line):", "",
+        "```bash", command, "```", "", _held_out(facts), "",
+    ]
+    return "\n".join(lines)
+
+
+def generation_config(config: Dict) -> Optional[str]:
+    """generation_config.json of a causal language model's config (None for other classes)."""
+    architecture = (config.get("architectures") or [""])[0]
+    if _pipeline_tag(architecture) != "text-generation":
+        return None
+    ids = {name: config[name] for name in ("bos_token_id", "eos_token_id", "pad_token_id")
+           if config.get(name) is not None}
+    return json.dumps(ids, indent=2)
+
+
+def card_files(config: Dict, facts: Optional[CheckpointFacts]) -> Dict[str, str]:
+    """README.md and, for a causal language model, generation_config.json (name -> text); none without facts."""
+    if facts is None:
+        return {}
+    files = {"README.md": model_card(config, facts)}
+    generation = generation_config(config)
+    if generation is not None:
+        files["generation_config.json"] = generation
+    return files

@@ -1,0 +1,65 @@
+"""The model card and generation_config.json of an export: the hub's metadata block, how to load it, the
+checkpoint's task, data and settings, and its held-out figure when it has one."""
+import json
+
+import pytest
+import torch
+import yaml
+from conftest import run_cli
+
+from segatron_fairseq.conversion.exporters.model_card import card_files, checkpoint_facts, model_card
+from segatron_fairseq.hub.checkpoints import checkpoint_model_name, checkpoint_task_name, read_checkpoint
+
+
+def _metadata(card: str) -> dict:
+    assert card.startswith("---\n")
+    return yaml.safe_load(card.split("---\n")[1])
+
+
+def test_a_trained_segatron_xl_exports_with_its_card_and_generation_config(segatron_xl_trained, tmp_path):
+    """segatron_xl_tiny after 30 updates with validation: the card names the remote code, the task, data and
+    settings, and the last validation loss with its perplexity; generation_config.json holds the config's ids
+    and loads in transformers."""
+    from transformers import GenerationConfig
+
+    checkpoint = segatron_xl_trained / "ckpt" / "checkpoint_last.pt"
+    run_cli("segatron-export", "hf", "--checkpoint", checkpoint, "--data", segatron_xl_trained / "bin",
+            "--out", tmp_path / "hf")
+    card = (tmp_path / "hf" / "README.md").read_text()
+    assert _metadata(card) == {"library_name": "transformers", "pipeline_tag": "text-generation",
+                               "tags": ["segatron-fairseq", "fairseq", "segatron_xl", "custom_code"]}
+    val_loss = torch.load(checkpoint, weights_only=False)["extra_state"]["val_loss"]
+    assert f"validation loss {val_loss:.4f} (base 2), perplexity {2 ** val_loss:.2f} after 30 updates" in card
+    assert "--task segatron_lm --arch segatron_xl_tiny --criterion segatron_lm_loss --optimizer adam" in card
+    assert "--max-update 30 --batch-size 4" in card
+    assert 'AutoModelForCausalLM.from_pretrained("path/to/this/directory", trust_remote_code=True)' in card
+    config = json.loads((tmp_path / "hf" / "config.json").read_text())
+    generation = GenerationConfig.from_pretrained(tmp_path / "hf")
+    assert (generation.eos_token_id, generation.pad_token_id) == (config["eos_token_id"], config["pad_token_id"])
+
+
+def test_cards_by_class_and_without_a_validation(segatron_xl_trained):
+    """The pipeline tag and loading class follow the exported class; a plain class needs no remote code; a
+    checkpoint without a validation says so; only causal language models get generation_config.json."""
+    state = read_checkpoint(segatron_xl_trained / "ckpt" / "checkpoint_last.pt")
+    facts = checkpoint_facts("checkpoint_last.pt", state, checkpoint_model_name(state), checkpoint_task_name(state))
+    facts.val_loss = None
+    masked = model_card({"architectures": ["BertForMaskedLM"]}, facts)
+    assert _metadata(masked)["pipeline_tag"] == "fill-mask" and "custom_code" not in _metadata(masked)["tags"]
+    assert 'AutoModelForMaskedLM.from_pretrained("path/to/this/directory")' in masked
+    assert "holds no validation figure" in masked
+    assert set(card_files({"architectures": ["ElectraForPreTraining"]}, facts)) == {"README.md"}
+    assert "pipeline_tag" not in _metadata(card_files({"architectures": ["ElectraForPreTraining"]}, facts)["README.md"])
+    xlnet = card_files({"architectures": ["XLNetLMHeadModel"], "eos_token_id": 2, "pad_token_id": 1}, facts)
+    assert json.loads(xlnet["generation_config.json"]) == {"eos_token_id": 2, "pad_token_id": 1}
+    assert card_files({"architectures": ["XLNetLMHeadModel"]}, None) == {}
+
+
+@pytest.mark.parametrize("loss, figure", [(3.0, "perplexity 8.00"), (5000.0, "perplexity inf")])
+def test_the_perplexity_of_a_language_model_task(segatron_xl_trained, loss, figure):
+    state = read_checkpoint(segatron_xl_trained / "ckpt" / "checkpoint_last.pt")
+    facts = checkpoint_facts("checkpoint_last.pt", state, "segatron_xl", "segatron_lm")
+    facts.val_loss = loss
+    assert figure in model_card({"architectures": ["SegatronXLForCausalLM"]}, facts)
+    facts.task = "segabert_sentence_prediction"  # a classifier's loss: no perplexity
+    assert "perplexity" not in model_card({"architectures": ["SegaBertForMaskedLM"]}, facts)

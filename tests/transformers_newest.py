@@ -40,41 +40,33 @@ def newest_outputs(tmp_path, directory, class_name: str, inputs: dict, output: s
                        "1" if trust_remote_code else "0")["output"]
 
 
-_RUN_SEGMENTS = """
+_RUN_CAUSAL_LM = """
 import sys, torch, transformers
-directory, inputs_path, out_path = sys.argv[1:]
-model = transformers.AutoModelForCausalLM.from_pretrained(directory, trust_remote_code=True).eval()
-memory, logits = None, []
+inputs_path, out_path = sys.argv[1:]
+results = {}
 with torch.no_grad():
-    for segment in torch.load(inputs_path):
-        result = model(**segment, past_key_values=memory)
-        memory = result.past_key_values
-        logits.append(result.logits)
-torch.save({"version": transformers.__version__, "logits": logits}, out_path)
+    for directory, run in torch.load(inputs_path).items():
+        model = transformers.AutoModelForCausalLM.from_pretrained(directory, trust_remote_code=True).eval()
+        memory, logits = None, []
+        for segment in run["segments"]:
+            result = model(**segment, past_key_values=memory)
+            memory = result.past_key_values
+            logits.append(result.logits)
+        results[directory] = {"logits": logits}
+        if run.get("generate") is not None:
+            prompt, max_new_tokens = run["generate"]
+            out = model.generate(prompt, max_new_tokens=max_new_tokens, do_sample=False,
+                                 pad_token_id=model.config.pad_token_id, output_scores=True,
+                                 return_dict_in_generate=True)
+            results[directory].update(sequences=out.sequences, scores=torch.stack(list(out.scores), dim=1))
+torch.save({"version": transformers.__version__, "results": results}, out_path)
 """
 
 
-def newest_causal_lm_segments(tmp_path, directory, segments: list) -> list:
-    """The logits of ``AutoModelForCausalLM.from_pretrained(directory, trust_remote_code=True)`` in the newest
-    release over ``segments`` (a list of input dicts) read one after the other, each after the memory
-    (``past_key_values``) the one before returned."""
-    return _run_newest(_RUN_SEGMENTS, tmp_path, segments, str(directory))["logits"]
-
-
-_RUN_GREEDY = """
-import sys, torch, transformers
-directory, max_new_tokens, inputs_path, out_path = sys.argv[1:]
-model = transformers.AutoModelForCausalLM.from_pretrained(directory, trust_remote_code=True).eval()
-with torch.no_grad():
-    out = model.generate(torch.load(inputs_path), max_new_tokens=int(max_new_tokens), do_sample=False,
-                         pad_token_id=model.config.pad_token_id, output_scores=True, return_dict_in_generate=True)
-torch.save({"version": transformers.__version__, "sequences": out.sequences,
-            "scores": torch.stack([step for step in out.scores], dim=1)}, out_path)
-"""
-
-
-def newest_greedy_generate(tmp_path, directory, prompt: torch.Tensor, max_new_tokens: int):
-    """(sequences (B, T + N), scores (B, N, V)) of greedy ``generate()`` of the causal LM ``directory`` (remote
-    code) in the newest release."""
-    result = _run_newest(_RUN_GREEDY, tmp_path, prompt, str(directory), str(max_new_tokens))
-    return result["sequences"], result["scores"]
+def newest_causal_lm_runs(tmp_path, runs: dict) -> dict:
+    """In the newest release, in one process, for each causal LM directory of ``runs`` (directory ->
+    {"segments": a list of input dicts, "generate": (prompt (B, T), new tokens) or None}): the logits of
+    ``AutoModelForCausalLM.from_pretrained(directory, trust_remote_code=True)`` over the segments read one after the
+    other, each after the memory (``past_key_values``) the one before returned, and with "generate" the
+    ``sequences`` (B, T + N) and ``scores`` (B, N, V) of greedy ``generate()``."""
+    return _run_newest(_RUN_CAUSAL_LM, tmp_path, {str(directory): run for directory, run in runs.items()})["results"]

@@ -10,7 +10,7 @@ import math
 import pytest
 import torch
 from conftest import binarized_wikitext, run_cli
-from transformers_newest import newest_causal_lm_segments, newest_greedy_generate
+from transformers_newest import newest_causal_lm_runs
 
 TGT_LEN = 40
 STREAM_TOKENS = 150  # four segments, the last one short
@@ -143,17 +143,33 @@ def test_export_reads_segments_with_memory_as_fairseq_does(tmp_path, corpus, cas
     assert math.exp(ours.mean()) == pytest.approx(math.exp(theirs.mean()), rel=1e-6)
 
 
+NEWEST_CASES = ("segatron_query_pre_norm_same_length", "segatron_window_end_clamped_per_layer_biases", "transformer_xl",
+                "adaptive_input_and_biased_softmax", "adaptive_tied_weights_and_projections")
+
+
 @pytest.mark.end_to_end
-@pytest.mark.parametrize("case", ["segatron_query_pre_norm_same_length",
-                                  "segatron_window_end_clamped_per_layer_biases", "transformer_xl",
-                                  "adaptive_input_and_biased_softmax", "adaptive_tied_weights_and_projections"])
-def test_newest_transformers_reads_the_export_as_fairseq_does(tmp_path, corpus, case):
-    checkpoint, out = _exported(tmp_path, corpus, case)
+def test_newest_transformers_reads_and_generates_as_fairseq_does(tmp_path, corpus):
+    """In the newest release (one process for all): every log-probability of five exports over the segments with
+    their memory equals fairseq's to 1e-5; greedy generate() of the Transformer-XL (the release passes the memory
+    to the model as ``cache``) gives the tokens and scores of the manual loop in 4.35.2."""
+    from transformers import AutoModelForCausalLM
+
     segments = _segments(*_stream(corpus)[3])
-    expected, _ = _fairseq_log_probs(checkpoint, segments)
-    logits = newest_causal_lm_segments(tmp_path, out, segments)
-    log_probs = torch.cat([segment[0] for segment in logits]).log_softmax(dim=-1)
-    torch.testing.assert_close(log_probs, expected, rtol=0, atol=1e-5)
+    prompt = segments[0]["input_ids"][:, :12]
+    exports = {case: _exported(tmp_path / case, corpus, case) for case in NEWEST_CASES}
+    results = newest_causal_lm_runs(tmp_path, {out: {"segments": segments,
+                                                     "generate": (prompt, 30) if case == "transformer_xl" else None}
+                                               for case, (_, out) in exports.items()})
+    for case, (checkpoint, out) in exports.items():
+        expected, _ = _fairseq_log_probs(checkpoint, segments)
+        log_probs = torch.cat([segment[0] for segment in results[str(out)]["logits"]]).log_softmax(dim=-1)
+        torch.testing.assert_close(log_probs, expected, rtol=0, atol=1e-5, msg=case)
+    _, out = exports["transformer_xl"]
+    model = AutoModelForCausalLM.from_pretrained(out, trust_remote_code=True).eval()
+    tokens, scores = _greedy_by_hand(model, prompt, 30)
+    generated = results[str(out)]
+    assert generated["sequences"][0, 12:].tolist() == tokens
+    torch.testing.assert_close(generated["scores"][0], scores, rtol=0, atol=1e-5)
 
 
 def test_shipped_modules_import_only_torch_the_standard_library_and_each_other(tmp_path, corpus):
@@ -228,18 +244,3 @@ def test_transformer_xl_generate_greedy_continues_with_the_memory_as_a_manual_lo
     padded[0, 0] = 0
     with pytest.raises(ValueError, match="attention_mask hides positions"):
         model.generate(prompt, attention_mask=padded, max_new_tokens=2, pad_token_id=model.config.pad_token_id)
-
-
-@pytest.mark.end_to_end
-def test_newest_transformers_generates_with_the_memory(tmp_path, corpus):
-    """In the newest release (which passes the memory to the model as ``cache``), greedy generate() gives the
-    tokens and scores of the manual loop in 4.35.2."""
-    from transformers import AutoModelForCausalLM
-
-    _, out = _exported(tmp_path, corpus, "transformer_xl")
-    model = AutoModelForCausalLM.from_pretrained(out, trust_remote_code=True).eval()
-    prompt = _segments(*_stream(corpus)[3])[0]["input_ids"][:, :12]
-    tokens, scores = _greedy_by_hand(model, prompt, 30)
-    sequences, newest_scores = newest_greedy_generate(tmp_path, out, prompt, 30)
-    assert sequences[0, 12:].tolist() == tokens
-    torch.testing.assert_close(newest_scores[0], scores, rtol=0, atol=1e-5)

@@ -186,10 +186,9 @@ class SegatronXLDecoder(SegatronXLDecoding, FairseqIncrementalDecoder):
         """The layer stack over one segment after ``memory``: the output (T, B, d)
         (final norm applied, before dropout), each layer's input (T, B, d), the
         segment counters (B, T) per part and each layer's attention (or None)."""
-        try:
-            starts = segment_starts(self.part_dims, sentence_starts, paragraph_starts)
-        except ValueError as error:
-            raise ValueError(f"{error} (use --task segatron_lm)") from None
+        starts = segment_starts(self.part_dims, sentence_starts, paragraph_starts,
+                                "Segatron-XL with a {part} part needs {part}_starts in the input "
+                                "(use --task segatron_lm)")
         # outside autocast (--amp): fairseq's AdaptiveInput writes its bands into a float32 tensor
         with torch.autocast(src_tokens.device.type, enabled=False):
             x = self.embed_tokens(src_tokens)

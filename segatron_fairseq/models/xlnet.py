@@ -50,10 +50,10 @@ from torch import Tensor, nn
 
 from segatron_fairseq.models.architecture_defaults import register_architecture, set_defaults
 from segatron_fairseq.models.finetuning_restore import append_vocabulary_rows, appended_symbols, restore_heads
-from segatron_fairseq.modules import ORIGINS, RelativeSegments, SegmentDistances, XLNetLayer, segment_part_dims
+from segatron_fairseq.modules import ORIGINS, RelativeSegments, XLNetLayer, segment_part_dims
 from segatron_fairseq.modules.index_boundaries import index_boundaries
+from segatron_fairseq.modules.segatron_xl_stack import segment_starts, window_distances
 from segatron_fairseq.modules.segment_memory import CachedWindow, SegmentMemory
-from segatron_fairseq.segments import SEGMENT_LEVELS
 
 logger = logging.getLogger(__name__)
 
@@ -254,20 +254,18 @@ class XLNetModel(BaseFairseqModel):
         window's counters, each layer's attention probabilities)."""
         batch, seq_len = src_tokens.shape
         mem_len = 0 if memory is None else memory.hidden[0].size(0)
-        counters = self._counters(starts, memory)
+        counters = SegmentMemory.counters(
+            segment_starts(self.part_dims, starts["sentence"], starts["paragraph"],
+                           "XLNet with --positions segatron needs {part}_starts in the input (use --task xlnet_plm)"),
+            memory)
         content = self.dropout(self.embed_tokens(src_tokens).transpose(0, 1))
         query = None
         if target_mapping is not None:
             # the query stream runs at the P targets only (P, B, d)
             query = self.dropout(self.mask_emb.to(content.dtype).expand(target_mapping.size(1), batch, -1))
-        distances = SegmentDistances(
-            self.part_dims, mem_len + seq_len, self.cfg.clamp_len, content.dtype, content.device,
-            query_counters=counters,
-            key_counters={p: c if memory is None else torch.cat([memory.counters[p], c], dim=1)
-                          for p, c in counters.items()},
-            origin=self.cfg.segment_distance_origin, num_queries=seq_len, bidirectional=True,
-        )
-        distances.map_tables(self.dropout)
+        distances = window_distances(self.part_dims, counters, memory, seq_len, self.cfg.clamp_len,
+                                     self.cfg.segment_distance_origin, content.dtype, content.device, self.dropout,
+                                     bidirectional=True)
         content_mask, query_mask = self.attention_masks(perm_mask, batch, seq_len, mem_len, src_tokens.device)
         different = self._different_segments(segment_ids, batch, seq_len, mem_len, src_tokens.device)
 
@@ -289,19 +287,6 @@ class XLNetModel(BaseFairseqModel):
     def output_layer(self, features: Tensor) -> Tensor:
         """The tied LM head: features (..., d) -> logits (..., V)."""
         return F.linear(features, self.embed_tokens.weight, self.output_bias)
-
-    def _counters(self, given: Dict[str, Optional[Tensor]], memory: Optional[CachedWindow]) -> Dict[str, Tensor]:
-        """Running counters (B, T) per segment part of R from the (B, T) start
-        flags ``given`` (part -> flags), continuing the memory's."""
-        starts = {}
-        for part in SEGMENT_LEVELS:
-            if part not in self.part_dims:
-                continue
-            if given[part] is None:
-                raise ValueError(f"XLNet with --positions segatron needs {part}_starts in the input "
-                                 "(use --task xlnet_plm)")
-            starts[part] = given[part]
-        return SegmentMemory.counters(starts, memory)
 
     @staticmethod
     def attention_masks(perm_mask: Optional[Tensor], batch: int, seq_len: int, mem_len: int,

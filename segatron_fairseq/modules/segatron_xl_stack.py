@@ -17,17 +17,37 @@ from .segment_distances import SEGMENT_LEVELS, SegmentDistances
 from .segment_memory import CachedWindow, SegmentMemory
 
 
-def segment_starts(part_dims: Dict[str, int], sentence_starts: Optional[Tensor],
-                   paragraph_starts: Optional[Tensor]) -> Dict[str, Tensor]:
-    """The start flags (B, T) bool of the enabled segment parts (part -> flags); a missing one is refused."""
+def segment_starts(part_dims: Dict[str, int], sentence_starts: Optional[Tensor], paragraph_starts: Optional[Tensor],
+                   missing: str = "Segatron-XL with a {part} part needs {part}_starts in the input"
+                   ) -> Dict[str, Tensor]:
+    """The start flags (B, T) bool of the enabled segment parts (part -> flags); a missing one is refused with
+    ``missing`` (formatted with the ``part``)."""
     given = {"sentence": sentence_starts, "paragraph": paragraph_starts}
     starts = {}
     for part in SEGMENT_LEVELS:
         if part in part_dims:
             if given[part] is None:
-                raise ValueError(f"Segatron-XL with a {part} part needs {part}_starts in the input")
+                raise ValueError(missing.format(part=part))
             starts[part] = given[part]
     return starts
+
+
+def window_distances(part_dims: Dict[str, int], counters: Dict[str, Tensor], memory: Optional[CachedWindow],
+                     seq_len: int, clamp_len: int, origin: str, dtype: torch.dtype, device: torch.device,
+                     table_dropout: Callable[[Tensor], Tensor], bidirectional: bool = False) -> SegmentDistances:
+    """The distances of a segment's ``seq_len`` queries to the memory's keys and its own (the segment's counters
+    (B, T) per part after the memory's), ``table_dropout`` applied to the tables; ``bidirectional``: keys after the
+    query too (XLNet)."""
+    keys = seq_len + (0 if memory is None else memory.hidden[0].size(0))
+    distances = SegmentDistances(
+        part_dims, keys, clamp_len, dtype, device,
+        query_counters=counters,
+        key_counters={p: c if memory is None else torch.cat([memory.counters[p], c], dim=1)
+                      for p, c in counters.items()},
+        origin=origin, num_queries=seq_len, bidirectional=bidirectional,
+    )
+    distances.map_tables(table_dropout)
+    return distances
 
 
 def window_mask(seq_len: int, num_keys: int, mem_len: int, same_length: bool, device: torch.device) -> Tensor:
@@ -63,16 +83,10 @@ def run_layer_stack(layers: Sequence[nn.Module], x: Tensor, starts: Dict[str, Te
     the segment's counters (B, T) per part and each layer's attention
     probabilities (B, H, T, K) with ``need_attn`` (else None each)."""
     seq_len = x.size(0)
-    keys = seq_len + (0 if memory is None else memory.hidden[0].size(0))
     counters = SegmentMemory.counters(starts, memory)
-    distances = SegmentDistances(
-        part_dims, keys, clamp_len, x.dtype, x.device,
-        query_counters=counters,
-        key_counters={p: c if memory is None else torch.cat([memory.counters[p], c], dim=1)
-                      for p, c in counters.items()},
-        origin=origin,
-    )
-    distances.map_tables(table_dropout)
+    distances = window_distances(part_dims, counters, memory, seq_len, clamp_len, origin, x.dtype, x.device,
+                                 table_dropout)
+    keys = seq_len + (0 if memory is None else memory.hidden[0].size(0))
     mask = window_mask(seq_len, keys, mem_len, same_length, x.device)
     inputs, weights = [], []
     for i, layer in enumerate(layers):

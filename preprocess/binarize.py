@@ -7,60 +7,17 @@
 ``corpus_format.py``).
 """
 import collections
-import dataclasses
-from typing import Counter, Iterable, Iterator, List, NamedTuple, Optional
+from typing import Counter, List, Optional
 
 import numpy as np
 import torch
 from fairseq.data import Dictionary, indexed_dataset
 
-from . import readers, sentences
+from . import readers, units
 from .corpus_format import INDEX_NAMES, index_dtypes, index_prefix
+from .document_items import Segmenter, Stats, items
 from .errors import PreprocessError
-from .indexer import DocumentIndexer
 from .jobs import Job
-
-
-@dataclasses.dataclass
-class Stats:
-    documents: int = 0
-    paragraphs: int = 0
-    sentences: int = 0
-    items: int = 0
-    tokens: int = 0
-    unknown: int = 0
-    longest_sentence: int = 0
-    longest_paragraph: int = 0
-
-    def add(self, other: "Stats") -> None:
-        for field in dataclasses.fields(self):
-            name = field.name
-            mine, theirs = getattr(self, name), getattr(other, name)
-            setattr(self, name, max(mine, theirs) if name.startswith("longest") else mine + theirs)
-
-
-@dataclasses.dataclass
-class Segmenter:
-    """Turns units into sentences of sub-word tokens."""
-
-    splitter: object  # PunktSentenceTokenizer, or None when sentences are not needed
-    subwords: object  # subwords.Words or subwords.SentencePiece
-    split_headings: bool = False  # --stream-style authors: titles and headings are split like text
-
-    def sentences(self, unit: readers.Unit) -> List[List[str]]:
-        split = unit.kind == readers.PARAGRAPH or (self.split_headings and unit.kind in (readers.TITLE,
-                                                                                         readers.HEADING))
-        if not split or self.splitter is None:
-            return [self.subwords.encode(unit.text)]
-        words = unit.text.split(" ")
-        numbers = sentences.sentence_numbers(self.splitter, words)
-        grouped: List[List[str]] = [[] for _ in range(numbers[-1] + 1)]
-        for word, number in zip(words, numbers):
-            grouped[number].append(word)
-        grouped = [g for g in grouped if g]
-        if self.subwords.is_whitespace:
-            return grouped
-        return [self.subwords.encode(" ".join(g)) for g in grouped]
 
 
 def count_tokens(path: str, input_format: str, start: int, end: int, segmenter: Segmenter,
@@ -69,10 +26,10 @@ def count_tokens(path: str, input_format: str, start: int, end: int, segmenter: 
     counts: Counter = collections.Counter()
     eos = 0
     for unit in readers.read_units(path, input_format, start, end):
-        if unit.kind == readers.DOC_BREAK or (unit.kind == readers.BLANK and stream_style == "authors"):
+        if unit.kind == units.DOC_BREAK or (unit.kind == units.BLANK and stream_style == "authors"):
             continue
         eos += 1
-        if unit.kind != readers.BLANK:
+        if unit.kind != units.BLANK:
             for tokens in segmenter.sentences(unit):
                 counts.update(tokens)
     counts[Dictionary().eos_word] += eos
@@ -103,53 +60,6 @@ class _Builders:
             builder.finalize(indexed_dataset.index_file_path(index_prefix(self.prefix, name)))
 
 
-class Item(NamedTuple):
-    """One item of a split: token ids (eos last) and their three indexes."""
-
-    ids: List[int]
-    paragraph: List[int]
-    sentence: List[int]
-    token: List[int]
-    unit: readers.Unit
-
-
-def items(units: Iterable[readers.Unit], dictionary: Dictionary, segmenter: Segmenter, stream_style: str,
-          stats: Stats) -> Iterator[Item]:
-    """The items of a stream of units, as a split stores them, counting into ``stats``."""
-    indexer = DocumentIndexer()
-    indices, unk, eos = dictionary.indices, dictionary.unk_index, dictionary.eos_index
-    authors = stream_style == "authors"
-    document_has_text = False
-    for unit in units:
-        if unit.kind == readers.DOC_BREAK:
-            if not authors:
-                indexer.start_document()
-            document_has_text = False
-            continue
-        if unit.kind == readers.BLANK and authors:
-            continue
-        if unit.kind == readers.BLANK:
-            ids = [eos]
-            paragraph, sentence, token = indexer.blank_item()
-        else:
-            sents = segmenter.sentences(unit)
-            ids = [indices.get(t, unk) for s in sents for t in s]
-            # as fairseq-preprocess: a literal <unk> in the text is not a replacement
-            stats.unknown += sum(1 for s in sents for t in s if t not in indices)
-            ids.append(eos)
-            paragraph, sentence, token = indexer.paragraph_item(sents)
-            stats.paragraphs += 1
-            stats.sentences += len(sents)
-            stats.longest_sentence = max([stats.longest_sentence] + [len(s) for s in sents])
-            stats.longest_paragraph = max(stats.longest_paragraph, len(ids) - 1)
-            if not document_has_text:
-                stats.documents += 1
-                document_has_text = True
-        stats.items += 1
-        stats.tokens += len(ids)
-        yield Item(ids, paragraph, sentence, token, unit)
-
-
 def binarize_range(
     path: str,
     input_format: str,
@@ -167,8 +77,8 @@ def binarize_range(
     dtypes = index_dtypes(stream_style)
     limits = {name: int(np.iinfo(dtype).max) for name, dtype in dtypes.items()}
     builders = _Builders(out_prefix, len(dictionary), dtypes)
-    units = readers.read_units(path, input_format, start, end)
-    for item in items(units, dictionary, segmenter, stream_style, stats):
+    stream = readers.read_units(path, input_format, start, end)
+    for item in items(stream, dictionary, segmenter, stream_style, stats):
         for name, largest in (("paragraph", item.paragraph[0]), ("sentence", item.sentence[-1]),
                               ("token", max(item.token))):
             if largest > limits[name]:

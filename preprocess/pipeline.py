@@ -36,7 +36,7 @@ logger = logging.getLogger("segatron_preprocess")
 
 def binarize_split(split: str, path: str, args, worker, stage: str):
     """Binarize ``path`` into ``stage/split`` (through per-job chunks)."""
-    from .binarize import Stats
+    from .document_items import Stats
 
     chunk_dir = os.path.join(stage, f"{split}.chunks")
     os.makedirs(chunk_dir)
@@ -125,7 +125,8 @@ def _binarize_and_commit(args, splits, srcdict, metadata: Dict, stage: str) -> N
     """Steps 3 and 4 of a run, in ``stage``. The modules that import fairseq
     are imported only now, once the checks have passed."""
     from . import subwords
-    from .binarize import Segmenter, Worker
+    from .binarize import Worker
+    from .document_items import Segmenter
     from .resources import (
         Resources,
         build_dictionary,

@@ -1,50 +1,20 @@
-"""Corpus readers: turn the lines of an input file into document units.
+"""Corpus readers: turn the lines of an input file into document units
+(``units.Unit``).
 
 Each input format is read line by line from a byte range of the file, so that
-worker processes can share one file. A reader yields ``Unit`` records:
-
-- ``DOC_BREAK``: the next unit starts a new document (no item is written);
-- ``TITLE``: a heading that starts a document (WikiText ``= Title =``);
-- ``HEADING``: a section heading, one paragraph of one sentence;
-- ``PARAGRAPH``: text, split into sentences;
-- ``BLANK``: an empty line that fairseq-preprocess writes as an eos-only item
-  (WikiText only, so that the token stream equals fairseq's).
-
-``offset`` is the byte offset of the unit's line in the file; messages turn it
-into a line number with ``line_number``.
+worker processes can share one file. ``offset`` is the byte offset of the
+unit's line in the file; messages turn it into a line number with
+``line_number``.
 """
 import json
 import os
-import re
-from typing import Iterator, List, NamedTuple, Tuple
+from typing import Iterator, List, Tuple
 
 from .errors import PreprocessError
 from .staging import check_interrupted
+from .units import DOC_BREAK, PARAGRAPH, Unit, is_wikitext_title, lines_units, normalize, wikitext_units
 
-DOC_BREAK, TITLE, HEADING, PARAGRAPH, BLANK = "doc_break", "title", "heading", "paragraph", "blank"
 INPUT_FORMATS = ("wikitext", "lines", "jsonl")
-
-# fairseq.tokenizer.tokenize_line normalises every whitespace run to one space.
-_WHITESPACE = re.compile(r"\s+")
-
-
-class Unit(NamedTuple):
-    kind: str
-    text: str  # whitespace-normalised, stripped
-    offset: int
-
-
-def normalize(line: str) -> str:
-    return _WHITESPACE.sub(" ", line).strip()
-
-
-def is_wikitext_title(text: str) -> bool:
-    """``= Title =`` (a document start), not ``= = Section = =``."""
-    return text.startswith("= ") and text.endswith(" =") and not text.startswith("= =")
-
-
-def is_wikitext_heading(text: str) -> bool:
-    return text.startswith("= =") and text.endswith("= =")
 
 
 def iter_lines(path: str, start: int, end: int) -> Iterator[Tuple[int, str]]:
@@ -86,46 +56,12 @@ def line_number(path: str, offset: int) -> int:
 def read_units(path: str, input_format: str, start: int, end: int) -> Iterator[Unit]:
     lines = iter_lines(path, start, end)
     if input_format == "wikitext":
-        return _wikitext_units(lines)
+        return wikitext_units(lines)
     if input_format == "lines":
-        return _lines_units(lines)
+        return lines_units(lines)
     if input_format == "jsonl":
         return _jsonl_units(path, lines)
     raise ValueError(f"unknown input format {input_format!r}")
-
-
-def read_text_units(text: str, input_format: str) -> Iterator[Unit]:
-    """The units of ``text`` read as a whole file of ``input_format``
-    (``wikitext`` or ``lines``; offsets are character offsets)."""
-    lines, offset = [], 0
-    for line in text.splitlines(keepends=True):
-        lines.append((offset, line))
-        offset += len(line)
-    if input_format == "wikitext":
-        return _wikitext_units(lines)
-    if input_format == "lines":
-        return _lines_units(lines)
-    raise ValueError(f"raw text is read as wikitext or lines, not {input_format!r}")
-
-
-def _wikitext_units(lines) -> Iterator[Unit]:
-    for offset, raw in lines:
-        text = normalize(raw)
-        if not text:
-            yield Unit(BLANK, "", offset)
-        elif is_wikitext_title(text):
-            yield Unit(DOC_BREAK, "", offset)
-            yield Unit(TITLE, text, offset)
-        elif is_wikitext_heading(text):
-            yield Unit(HEADING, text, offset)
-        else:
-            yield Unit(PARAGRAPH, text, offset)
-
-
-def _lines_units(lines) -> Iterator[Unit]:
-    for offset, raw in lines:
-        text = normalize(raw)
-        yield Unit(PARAGRAPH, text, offset) if text else Unit(DOC_BREAK, "", offset)
 
 
 def _jsonl_units(path, lines) -> Iterator[Unit]:

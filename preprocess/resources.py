@@ -11,9 +11,10 @@ import shutil
 from dataclasses import dataclass, field
 from typing import Dict, Iterator, List, Optional
 
-from . import readers, sentences, subwords
-from .binarize import Segmenter, Worker
+from . import readers, sentences, subwords, units
+from .binarize import Worker
 from .corpus_format import DICT_FILE, PUNKT_DIR, SENTENCEPIECE_FILE, WORDPIECE_FILE
+from .document_items import Segmenter
 from .errors import PreprocessError
 from .inputs import load_dictionary
 from .jobs import plan_jobs, run_jobs
@@ -63,7 +64,7 @@ def resolve_splitter(choice: str, resources: Resources, train_path: Optional[str
                                   "--trainpref to train Punkt on")
         else:
             logger.info(f"training Punkt on {train_path} (up to {train_chars:,} characters)")
-            params = sentences.train(_unit_texts(train_path, input_format, {readers.PARAGRAPH}), train_chars)
+            params = sentences.train(_unit_texts(train_path, input_format, {units.PARAGRAPH}), train_chars)
             sentences.save(params, resources.staged(PUNKT_DIR))
             splitter, source = sentences.load_params(params), f"trained on {os.path.abspath(train_path)}"
     else:
@@ -111,7 +112,7 @@ def resolve_subwords(bpe: str, bpe_model: Optional[str], vocab_size: Optional[in
     def training_sentences():
         emitted = 0
         for unit in readers.read_units(train_path, input_format, 0, os.path.getsize(train_path)):
-            if unit.kind in (readers.PARAGRAPH, readers.HEADING, readers.TITLE):
+            if unit.kind in (units.PARAGRAPH, units.HEADING, units.TITLE):
                 for words in segmenter.sentences(unit):
                     yield " ".join(words)
                     emitted += 1

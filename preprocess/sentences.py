@@ -7,7 +7,8 @@ Three sources of Punkt parameters:
   in NLTK's own ``punkt_tab`` format (``save_punkt_params``) as ``punkt_tab/``
   in the destination directory and reused for the other splits;
 - a path: a ``punkt_tab`` language directory (``.../punkt_tab/english``, or one
-  written by this tool), or a ``punkt.json`` written by segatron-preprocess 0.1.0.
+  written by this tool), or a ``punkt.json`` (``params_to_json``; written by
+  segatron-preprocess 0.1.0, and by segatron-export beside a tokenizer).
 
 Trained models are seeded with common English abbreviations (titles, months,
 street and number abbreviations, initials), which a corpus like WikiText, whose
@@ -23,6 +24,9 @@ rules, so a directory records exactly which splitter made its indexes.
 
 NLTK reads and writes model files only under the roots of ``nltk.data.path``;
 ``_nltk_may_use`` adds a directory to them for the duration of one call.
+
+This module imports the standard library and, when called, NLTK:
+``segatron-export`` ships it with the tokenizers that compute segment indexes.
 """
 import bisect
 import contextlib
@@ -142,36 +146,42 @@ def _load_punkt_tab(directory: str):
         raise PreprocessError(f"{directory}: not a punkt_tab model directory ({err})") from None
 
 
-def _load_legacy_json(path: str):
+def params_to_json(params) -> Dict:
+    """Punkt parameters as JSON data, the layout of ``punkt.json`` (what
+    ``segatron-export`` ships beside a tokenizer)."""
+    return {"abbrev_types": sorted(params.abbrev_types),
+            "collocations": sorted(list(pair) for pair in params.collocations),
+            "sent_starters": sorted(params.sent_starters),
+            "ortho_context": sorted(params.ortho_context.items())}
+
+
+def params_from_json(data: Dict):
+    """``PunktParameters`` of ``params_to_json``'s data."""
     from nltk.tokenize.punkt import PunktParameters
 
+    params = PunktParameters()
+    params.abbrev_types = set(data["abbrev_types"])
+    params.collocations = {tuple(pair) for pair in data["collocations"]}
+    params.sent_starters = set(data["sent_starters"])
+    for word, flags in data["ortho_context"]:
+        params.ortho_context[word] = flags
+    return params
+
+
+def _load_legacy_json(path: str):
     try:
         with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-        params = PunktParameters()
-        params.abbrev_types = set(data["abbrev_types"])
-        params.collocations = {tuple(pair) for pair in data["collocations"]}
-        params.sent_starters = set(data["sent_starters"])
-        for word, flags in data["ortho_context"]:
-            params.ortho_context[word] = flags
+            return params_from_json(json.load(f))
     except FileNotFoundError:
         raise PreprocessError(f"{path}: Punkt model not found") from None
     except (ValueError, KeyError, TypeError) as err:
         raise PreprocessError(f"{path}: not a Punkt model written by segatron-preprocess ({err!r})") from None
-    return params
 
 
 def splitter_identity(splitter) -> Dict[str, str]:
     """``{"sha256": ...}`` of a Punkt tokenizer's parameters and RULES_VERSION:
     equal exactly when two splitters split every text the same way."""
-    params = splitter._params
-    data = {
-        "rules": RULES_VERSION,
-        "abbrev_types": sorted(params.abbrev_types),
-        "collocations": sorted(list(pair) for pair in params.collocations),
-        "sent_starters": sorted(params.sent_starters),
-        "ortho_context": sorted(params.ortho_context.items()),
-    }
+    data = {"rules": RULES_VERSION, **params_to_json(splitter._params)}
     digest = hashlib.sha256(json.dumps(data, ensure_ascii=False).encode("utf-8")).hexdigest()
     return {"sha256": digest, "rules": str(RULES_VERSION)}
 

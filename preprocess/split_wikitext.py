@@ -18,7 +18,7 @@ from typing import Dict, List
 
 from .errors import PreprocessError
 from .inputs import check_file, check_utf8
-from .readers import is_wikitext_title, normalize
+from .units import is_wikitext_title, normalize
 
 SPLITS = ("train", "valid", "test")
 OUTPUT_NAME = "wiki.{split}.tokens"

@@ -5,12 +5,11 @@ readers, segmenter and indexer (``binarize.items``). For scoring and
 generating with a model trained on that corpus."""
 import os
 from dataclasses import dataclass
-from typing import List, Optional, Tuple
+from typing import List, Optional
 
 import numpy as np
 
-from . import readers, sentences, subwords
-from .binarize import Segmenter, Stats, items
+from . import sentences, subwords, units
 from .corpus_format import (
     DICT_FILE,
     INPUT_FORMAT,
@@ -23,6 +22,8 @@ from .corpus_format import (
     read_metadata,
     sentence_starts,
 )
+from .document_items import Segmenter, Stats, items
+from .generation_indexer import GenerationIndexer
 
 
 @dataclass
@@ -87,8 +88,8 @@ class TextEncoder:
         """``text`` as a file of ``input_format`` (default: the corpus's, when it
         was ``wikitext`` or ``lines``)."""
         input_format = input_format or (self.input_format if self.input_format != "jsonl" else "lines")
-        units = readers.read_text_units(text, input_format)
-        found = list(items(units, self.dictionary, self.segmenter, self.stream_style, Stats()))
+        stream = units.read_text_units(text, input_format)
+        found = list(items(stream, self.dictionary, self.segmenter, self.stream_style, Stats()))
         if not found:
             raise ValueError("the text holds no words")
         def flat(field):
@@ -109,50 +110,6 @@ class TextEncoder:
             lines.append(self.segmenter.subwords.detokenize(current))
         return "\n".join(lines)
 
-
-class GenerationIndexer:
-    """Sentence and paragraph starts of tokens that arrive one at a time (text
-    being generated), by the rules the binarizer applies to whole paragraphs.
-
-    A token's flags must be known when it is fed to the model, before the next
-    token exists. So the rule is: a token starts a paragraph when it follows a
-    ``</s>`` (and is not one); it starts a sentence when it starts a paragraph,
-    or when the splitter, run on the current paragraph up to and including
-    this token, puts a boundary right before it. A boundary that the splitter
-    can place only after seeing a later token (before an opening quote, which
-    it cannot tell from a closing one until the next word) is moved to the
-    token that revealed it. With sub-words a boundary can fall only before a
-    piece that begins a word.
-    """
-
-    def __init__(self, encoder: TextEncoder):
-        self.encoder = encoder
-        self.eos = encoder.dictionary.eos()
-        self.paragraph: List[str] = []  # symbols of the current paragraph
-        self.sentences_seen = 0  # sentences of the current paragraph already flagged
-        self.after_eos = True
-
-    def copy(self) -> "GenerationIndexer":
-        """An indexer in the same state, that goes on independently (a beam that forks)."""
-        twin = GenerationIndexer(self.encoder)
-        twin.paragraph, twin.sentences_seen, twin.after_eos = list(self.paragraph), self.sentences_seen, self.after_eos
-        return twin
-
-    def push(self, token: int) -> Tuple[bool, bool]:
-        """(sentence start, paragraph start) of ``token``, the next token of the stream."""
-        if token == self.eos:
-            self.after_eos = True
-            return False, False
-        if self.after_eos:
-            self.after_eos = False
-            self.paragraph, self.sentences_seen = [self.encoder.dictionary[token]], 0
-            return True, True
-        self.paragraph.append(self.encoder.dictionary[token])
-        words = self.encoder.segmenter.subwords.words_of(self.paragraph)
-        if words is None:  # a piece inside a word
-            return False, False
-        sentences_now = sentences.sentence_numbers(self.encoder.segmenter.splitter, words)[-1]
-        if sentences_now > self.sentences_seen:
-            self.sentences_seen = sentences_now
-            return True, False
-        return False, False
+    def generation_indexer(self) -> GenerationIndexer:
+        """A ``GenerationIndexer`` of this corpus's splitter, sub-words and dictionary."""
+        return GenerationIndexer(self.segmenter, self.dictionary, self.dictionary.eos())

@@ -26,7 +26,7 @@ from torch import nn
 
 from segatron_fairseq.evaluation.token_losses import stream_inputs, stream_losses
 from segatron_fairseq.generation.sampling import sample_tokens
-from segatron_preprocess.text_encoder import EncodedText, GenerationIndexer, TextEncoder
+from segatron_preprocess.text_encoder import EncodedText, TextEncoder
 
 
 class SegatronXLHubInterface(nn.Module):
@@ -66,7 +66,7 @@ class SegatronXLHubInterface(nn.Module):
         ``seed`` makes the draw reproducible; ``incremental=False`` recomputes
         the window every token."""
         encoded = self._prompt(prompt, input_format)
-        indexer = GenerationIndexer(self.encoder)
+        indexer = self.encoder.generation_indexer()
         for token in encoded.tokens:
             indexer.push(int(token))
         starts = list(zip(encoded.sentence_starts.tolist(), encoded.paragraph_starts.tolist()))

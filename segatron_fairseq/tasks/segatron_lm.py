@@ -47,7 +47,7 @@ from segatron_fairseq.data import SegmentIndexedDataset, SegmentStreamDataset
 from segatron_fairseq.models.segatron_xl_decoding import GenerationSetup
 from segatron_fairseq.segments import SEGMENT_LEVELS
 from segatron_fairseq.tasks.single_dictionary_task import SingleDictionaryTask, load_corpus_dictionary
-from segatron_preprocess.text_encoder import GenerationIndexer, TextEncoder
+from segatron_preprocess.text_encoder import TextEncoder
 
 logger = logging.getLogger(__name__)
 
@@ -147,7 +147,7 @@ class SegatronLMTask(SingleDictionaryTask):
         (``decoding_window``) and a ``GenerationIndexer`` per row."""
         for model in models:
             segment_parts = model.decoder.part_dims.keys() & set(SEGMENT_LEVELS)
-            new_indexer = functools.partial(GenerationIndexer, self.text_encoder) if segment_parts else None
+            new_indexer = self.text_encoder.generation_indexer if segment_parts else None
             model.prepare_generation(GenerationSetup(model.decoder.decoding_window(self.cfg.tgt_len), new_indexer))
         return super().build_generator(models, args, seq_gen_cls, extra_gen_cls_kwargs, prefix_allowed_tokens_fn)
 

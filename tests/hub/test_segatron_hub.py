@@ -115,11 +115,11 @@ def test_generation_flags_follow_the_binarizer(trained):
     """Tokens pushed one at a time get the sentence / paragraph starts the binarizer gave them in whole
     paragraphs (the generated text's flags follow the training data's rules)."""
     from segatron_fairseq.evaluation.token_losses import read_stream
-    from segatron_preprocess.text_encoder import GenerationIndexer, TextEncoder
+    from segatron_preprocess.text_encoder import TextEncoder
 
     tokens, sentence_starts, paragraph_starts = read_stream(str(trained / "bin" / "valid"))
     encoder = TextEncoder(str(trained / "bin"))
-    indexer = GenerationIndexer(encoder)
+    indexer = encoder.generation_indexer()
     pushed = np.array([indexer.push(int(t)) for t in tokens])
     words = tokens != encoder.dictionary.eos()
     assert sentence_starts[words].sum() > 50
@@ -161,10 +161,8 @@ def test_sampling_incremental_equals_recomputing_and_is_reproducible(trained):
 def _full_forward_log_probs(model, tokens, encoder):
     """Log-probabilities (N,) of ``tokens`` (N,) read after a leading </s> in one forward without memory, the
     tokens flagged by a fresh GenerationIndexer (the rule the generator applies)."""
-    from segatron_preprocess.text_encoder import GenerationIndexer
-
     eos = encoder.dictionary.eos()
-    indexer = GenerationIndexer(encoder)
+    indexer = encoder.generation_indexer()
     flags = [(True, True)] + [indexer.push(int(t)) for t in tokens[:-1]]
     source = torch.tensor([[eos] + tokens[:-1]])
     model.reset_memory()

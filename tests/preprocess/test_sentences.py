@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-from segatron_preprocess import readers, sentences
+from segatron_preprocess import readers, sentences, units
 
 GOLD = Path(__file__).resolve().parents[1] / "data" / "sentence_gold" / "wikitext2-valid.sentences.txt"
 WIKITEXT2_VALID = ROOT.parent / "shared" / "data" / "wikitext2" / "wiki.valid.tokens"
@@ -75,8 +75,8 @@ def test_precision_and_recall_on_the_gold_set():
     gold = read_gold()
     assert sum(len(p) - 1 for p in gold) >= 600
     path = str(WIKITEXT2_VALID)
-    units = readers.read_units(path, "wikitext", 0, os.path.getsize(path))
-    splitter = sentences.load_params(sentences.train((u.text for u in units if u.kind == readers.PARAGRAPH),
+    stream = readers.read_units(path, "wikitext", 0, os.path.getsize(path))
+    splitter = sentences.load_params(sentences.train((u.text for u in stream if u.kind == units.PARAGRAPH),
                                                      5_000_000))
     true_positive = false_positive = false_negative = 0
     for paragraph in gold:

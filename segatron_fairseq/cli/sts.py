@@ -95,7 +95,8 @@ class SentenceEncoder:
     def embed(self, sentences: List[str], batch_size: int = 64) -> torch.Tensor:
         """(N, d) float embeddings."""
         from segatron_fairseq.criterions.siamese_classification import sentence_embedding
-        from segatron_fairseq.data.sentence_prediction_dataset import SentencePredictionDataset, segment_layout
+        from segatron_fairseq.data.sentence_prediction_dataset import SentencePredictionDataset
+        from segatron_fairseq.segments import segment_layout
 
         bos, eos, pad = self.dictionary.bos(), self.dictionary.eos(), self.dictionary.pad()
         examples = [segment_layout([self.encode(s)], bos, eos, self.model.max_positions(), self.token_table)

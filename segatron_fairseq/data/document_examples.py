@@ -25,22 +25,10 @@ import numpy as np
 import torch
 from fairseq.data import FairseqDataset
 
-from segatron_fairseq.segments import Layout, Text, build_layout
+from segatron_fairseq.segments import example_layout
 from segatron_preprocess.corpus_format import INDEX_NAMES, document_starts, sentence_starts
 
 from .segment_indexed_dataset import SegmentIndexedDataset
-
-
-def example_layout(tokens: np.ndarray, indexes: Dict[str, np.ndarray], bos: int, eos: int, max_tokens: int,
-                   index_limits: Dict[str, int]) -> Layout:
-    """A pre-training example from a run of a split (tokens and their
-    indexes, (N,) each): ``</s>`` left out, cut to ``max_tokens`` with [CLS]
-    (``bos``) first and [SEP] (``eos``) last, as one text of
-    ``segments.build_layout`` (indexes fitted to tables of ``index_limits`` rows)."""
-    keep = tokens != eos
-    budget = max_tokens - 2
-    text = Text(tokens[keep][:budget], {name: values[keep][:budget] for name, values in indexes.items()})
-    return build_layout([text], bos, eos, index_limits)
 
 
 class SentenceTable:

@@ -9,26 +9,11 @@ of their neighbouring token on the left ([CLS]: the first token's;
 number, so it equals the paragraph index here and goes to the model as
 ``token_type``.
 """
-from typing import List, Sequence, Tuple
+from typing import List, Tuple
 
 import torch
 
-from segatron_fairseq.segments import TABLE_SIZES, Text, build_layout, shorten_longest
-
 from .example_list_dataset import ExampleListDataset, segment_net_input
-
-
-def segment_layout(texts: Sequence[Sequence[int]], bos: int, eos: int, max_positions: int,
-                   max_token_index: int) -> Tuple[List[int], List[int], List[int], List[int]]:
-    """Token ids and (paragraph, sentence, token) indexes of one example. The
-    longest text is shortened until the example fits ``max_positions``; token
-    indexes above the table (``max_token_index`` rows) are clipped."""
-    texts = shorten_longest(texts, max_positions - 1 - len(texts))
-    layout = build_layout([Text(text, {"paragraph": [number] * len(text), "sentence": [0] * len(text),
-                                       "token": range(len(text))}) for number, text in enumerate(texts)],
-                          bos, eos, {**TABLE_SIZES, "token": max_token_index})
-    return (layout.tokens.tolist(), layout.indexes["paragraph"].tolist(), layout.indexes["sentence"].tolist(),
-            layout.indexes["token"].tolist())
 
 
 class SentencePredictionDataset(ExampleListDataset):

@@ -13,7 +13,7 @@ into sentences and paragraphs (one per line) by the corpus's own binarizer
 path (``segatron_preprocess.text_encoder``), ``</s>`` left out, [CLS] and
 [SEP] with their neighbours' indexes, indexes above a table fitted by the
 paper's rule (``segatron_fairseq.segments``). A pair is laid out as fine-tuning does
-(``sentence_prediction_dataset.segment_layout``): first text paragraph 0,
+(``segments.segment_layout``): first text paragraph 0,
 second paragraph 1.
 """
 from typing import Dict, List, Optional, Tuple, Union
@@ -22,9 +22,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from segatron_fairseq.data.document_examples import example_layout
-from segatron_fairseq.data.sentence_prediction_dataset import segment_layout
-from segatron_fairseq.segments import MASK_SYMBOL, TABLE_SIZES
+from segatron_fairseq.segments import MASK_SYMBOL, TABLE_SIZES, example_layout, segment_layout
 from segatron_preprocess.text_encoder import TextEncoder
 
 

@@ -4,7 +4,7 @@ the one rule that fits indexes into them (``levels``), the [CLS] / [SEP]
 layout of an encoder input (``layout``) and the symbols fine-tuning appends
 (``symbols``).
 It imports numpy and the on-disk format only."""
-from .layout import Layout, Text, build_layout, shorten_longest
+from .layout import Layout, Text, build_layout, example_layout, segment_layout, shorten_longest
 from .levels import LEVELS, SEGMENT_LEVELS, TABLE_SIZES, fit_to_table
 from .symbols import MASK_SYMBOL, SEP_SYMBOL
 
@@ -17,6 +17,8 @@ __all__ = [
     "TABLE_SIZES",
     "Text",
     "build_layout",
+    "example_layout",
     "fit_to_table",
+    "segment_layout",
     "shorten_longest",
 ]

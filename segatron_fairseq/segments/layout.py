@@ -20,13 +20,13 @@ Example: text 0 "who ?" (paragraph 0, sentence 0), text 1 "A b . C d ."
     type        0    0  0    0   1  1  1  1  1  1    1
 """
 from dataclasses import dataclass
-from typing import Dict, List, Mapping, NamedTuple, Sequence
+from typing import Dict, List, Mapping, NamedTuple, Sequence, Tuple
 
 import numpy as np
 
 from segatron_preprocess.corpus_format import INDEX_NAMES
 
-from .levels import fit_to_table
+from .levels import TABLE_SIZES, fit_to_table
 
 
 class Text(NamedTuple):
@@ -85,3 +85,28 @@ def shorten_longest(texts: Sequence[Sequence[int]], budget: int) -> List[List[in
         longest = max(range(len(texts)), key=lambda k: len(texts[k]))
         texts[longest].pop()
     return texts
+
+
+def example_layout(tokens: np.ndarray, indexes: Dict[str, np.ndarray], bos: int, eos: int, max_tokens: int,
+                   index_limits: Dict[str, int]) -> Layout:
+    """A pre-training example from a run of a split (tokens and their
+    indexes, (N,) each): ``</s>`` left out, cut to ``max_tokens`` with [CLS]
+    (``bos``) first and [SEP] (``eos``) last, as one text of
+    ``build_layout`` (indexes fitted to tables of ``index_limits`` rows)."""
+    keep = tokens != eos
+    budget = max_tokens - 2
+    text = Text(tokens[keep][:budget], {name: values[keep][:budget] for name, values in indexes.items()})
+    return build_layout([text], bos, eos, index_limits)
+
+
+def segment_layout(texts: Sequence[Sequence[int]], bos: int, eos: int, max_positions: int,
+                   max_token_index: int) -> Tuple[List[int], List[int], List[int], List[int]]:
+    """Token ids and (paragraph, sentence, token) indexes of one example. The
+    longest text is shortened until the example fits ``max_positions``; token
+    indexes above the table (``max_token_index`` rows) are clipped."""
+    texts = shorten_longest(texts, max_positions - 1 - len(texts))
+    layout = build_layout([Text(text, {"paragraph": [number] * len(text), "sentence": [0] * len(text),
+                                       "token": range(len(text))}) for number, text in enumerate(texts)],
+                          bos, eos, {**TABLE_SIZES, "token": max_token_index})
+    return (layout.tokens.tolist(), layout.indexes["paragraph"].tolist(), layout.indexes["sentence"].tolist(),
+            layout.indexes["token"].tolist())

@@ -26,9 +26,9 @@ from typing import List
 from fairseq.data import Dictionary
 from fairseq.tasks import register_task
 
-from segatron_fairseq.data.sentence_prediction_dataset import SentencePredictionDataset, segment_layout
+from segatron_fairseq.data.sentence_prediction_dataset import SentencePredictionDataset
 from segatron_fairseq.models.cloze_two_tower import ClozeTwoTowerModel
-from segatron_fairseq.segments import SEP_SYMBOL
+from segatron_fairseq.segments import SEP_SYMBOL, segment_layout
 from segatron_fairseq.tasks.finetuning_task import FinetuningTask
 from segatron_fairseq.tasks.single_dictionary_task import load_corpus_dictionary
 from segatron_fairseq.tasks.text_classification import TextClassificationConfig, TextClassificationTask

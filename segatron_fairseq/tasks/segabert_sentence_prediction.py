@@ -12,8 +12,8 @@ from typing import List
 
 from fairseq.tasks import register_task
 
-from segatron_fairseq.data.sentence_prediction_dataset import SentencePredictionDataset, segment_layout
-from segatron_fairseq.segments import TABLE_SIZES
+from segatron_fairseq.data.sentence_prediction_dataset import SentencePredictionDataset
+from segatron_fairseq.segments import TABLE_SIZES, segment_layout
 from segatron_fairseq.tasks.text_classification import TextClassificationConfig, TextClassificationTask
 
 logger = logging.getLogger(__name__)

@@ -7,8 +7,8 @@ import pytest
 from conftest import fairseq_train, run_cli
 
 from segatron_fairseq.data.glue_tsv import GLUE_TASKS, read_tsv
-from segatron_fairseq.data.sentence_prediction_dataset import segment_layout
 from segatron_fairseq.evaluation.glue_metrics import f1, matthews, pearson, spearman
+from segatron_fairseq.segments import segment_layout
 
 
 def test_pair_layout_follows_the_paper():

@@ -84,10 +84,14 @@ class TextEncoder:
                                    split_headings=self.stream_style == "authors")
         self.dictionary = dictionary
 
+    @property
+    def raw_text_format(self) -> str:
+        """How raw text is read: as the corpus's files, when they were ``wikitext`` or ``lines``; else ``lines``."""
+        return self.input_format if self.input_format != "jsonl" else "lines"
+
     def encode(self, text: str, input_format: Optional[str] = None) -> EncodedText:
-        """``text`` as a file of ``input_format`` (default: the corpus's, when it
-        was ``wikitext`` or ``lines``)."""
-        input_format = input_format or (self.input_format if self.input_format != "jsonl" else "lines")
+        """``text`` as a file of ``input_format`` (default: ``raw_text_format``)."""
+        input_format = input_format or self.raw_text_format
         stream = units.read_text_units(text, input_format)
         found = list(items(stream, self.dictionary, self.segmenter, self.stream_style, Stats()))
         if not found:

@@ -33,6 +33,8 @@ TEST_PACKAGES=("transformers==4.35.2" "sacremoses" "ruff==0.17.6")
 # exports must also load, with equal outputs, in the newest transformers, which needs a huggingface-hub that
 # 4.35.2 refuses: it lives in a second environment inside .venv, with the same torch (tests/transformers_newest.py)
 NEWEST_TRANSFORMERS="transformers==5.24.0"
+# what the exported tokenizers' remote code imports besides transformers (the binarizer's modules, shipped with them)
+REMOTE_CODE_PACKAGES=("sentencepiece" "nltk")
 
 log() { echo "[install] $*"; }
 die() { echo "[install] error: $*" >&2; exit 1; }
@@ -46,7 +48,7 @@ EOF
 stamp_inputs() {
   {
     echo "$TORCH_SPEC"
-    echo "${RUNTIME_PACKAGES[*]} ${SOURCE_ONLY_PACKAGES[*]} ${TEST_PACKAGES[*]} $NEWEST_TRANSFORMERS"
+    echo "${RUNTIME_PACKAGES[*]} ${SOURCE_ONLY_PACKAGES[*]} ${TEST_PACKAGES[*]} $NEWEST_TRANSFORMERS ${REMOTE_CODE_PACKAGES[*]}"
     cat "$PATCH" "$ROOT/scripts/install.sh" "$ROOT/setup.py"
   } | sha256sum | cut -d' ' -f1
 }
@@ -112,7 +114,8 @@ log "installing segatron_fairseq (editable)"
 NEWEST="$VENV/transformers-newest"
 log "installing $NEWEST_TRANSFORMERS beside it ($NEWEST)"
 [[ -x "$NEWEST/bin/python" ]] || "$PYTHON" -m venv "$NEWEST"
-"$NEWEST/bin/python" -m pip --disable-pip-version-check install -q "$NEWEST_TRANSFORMERS" "torch==$TORCH_INSTALLED"
+"$NEWEST/bin/python" -m pip --disable-pip-version-check install -q "$NEWEST_TRANSFORMERS" "${REMOTE_CODE_PACKAGES[@]}" \
+  "torch==$TORCH_INSTALLED"
 "$NEWEST/bin/python" -c "import transformers, torch" || die "$NEWEST: transformers does not import"
 
 "$VENV/bin/python" -c "import fairseq, segatron_fairseq, segatron_preprocess, fairseq.data.data_utils_fast, fairseq.data.token_block_utils_fast, torchcrf, seqeval.metrics" ||

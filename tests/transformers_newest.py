@@ -70,3 +70,23 @@ def newest_causal_lm_runs(tmp_path, runs: dict) -> dict:
     other, each after the memory (``past_key_values``) the one before returned, and with "generate" the
     ``sequences`` (B, T + N) and ``scores`` (B, N, V) of greedy ``generate()``."""
     return _run_newest(_RUN_CAUSAL_LM, tmp_path, {str(directory): run for directory, run in runs.items()})["results"]
+
+
+_RUN_PIPELINE = """
+import sys, torch, transformers
+directory, task, inputs_path, out_path = sys.argv[1:]
+run = torch.load(inputs_path)
+tokenizer = transformers.AutoTokenizer.from_pretrained(directory, trust_remote_code=True)
+encoded = [dict(tokenizer(*text)) for text in run["tokenizer"]]
+pipe = transformers.pipeline(task, model=directory, tokenizer=tokenizer, trust_remote_code=True)
+torch.save({"version": transformers.__version__, "tokenizer": encoded,
+            "pipeline": pipe(run["pipeline"], **run["options"])}, out_path)
+"""
+
+
+def newest_tokenizer_and_pipeline(tmp_path, directory, task: str, texts: list, pipeline_input, **options) -> dict:
+    """In the newest release: ``tokenizer`` (the directory's AutoTokenizer, remote code: a dict per text of
+    ``texts``, each a tuple of tokenizer arguments) and ``pipeline`` (``pipeline(task, model=directory)``
+    applied to ``pipeline_input`` with ``options``)."""
+    run = {"tokenizer": texts, "pipeline": pipeline_input, "options": options}
+    return _run_newest(_RUN_PIPELINE, tmp_path, run, str(directory), task)

@@ -35,8 +35,10 @@ def _hf(args) -> str:
         load_checkpoint,
         read_checkpoint,
     )
+    from segatron_fairseq.segments import MASK_SYMBOL
     from segatron_preprocess import subwords
     from segatron_preprocess.corpus_format import read_metadata
+    from segatron_preprocess.text_encoder import TextEncoder
 
     if os.path.lexists(args.out):
         raise FileExistsError(f"{args.out}: --out exists; choose a new directory")
@@ -59,6 +61,11 @@ def _hf(args) -> str:
     words = subwords.of_corpus(args.data, read_metadata(args.data))
     if model_name == "segabert" and huggingface_albert.is_albert(loaded.model.args):
         exporters[model_name] = huggingface_albert  # a factorized embedding or shared layers
+    elif model_name == "segabert":  # SegaBERT's tokenizer computes the indexes as our text encoder does
+        text_encoder = TextEncoder(args.data, loaded.task.source_dictionary, keep=(MASK_SYMBOL,))
+        huggingface_bert.export(loaded.model.eval(), loaded.task.source_dictionary, words, args.out, facts,
+                                text_encoder)
+        return args.out
     exporters[model_name].export(loaded.model.eval(), loaded.task.source_dictionary, words, args.out, facts)
     return args.out
 

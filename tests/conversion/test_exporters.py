@@ -6,7 +6,7 @@ import torch
 from conftest import binarized_training_text, fairseq_train, run_cli
 from test_huggingface_importers import _hf_bert
 from test_wordpiece import SEGABERT, TEXT
-from transformers_newest import newest_outputs
+from transformers_newest import newest_outputs, newest_tokenizer_and_pipeline
 
 pytestmark = pytest.mark.skipif(not SEGABERT.is_dir(), reason="../shared/fixtures/authors is absent")
 
@@ -25,7 +25,11 @@ def _ours(checkpoint, corpus):
 
 
 def test_segabert_exports_to_remote_code_that_transformers_loads(tmp_path):
-    from transformers import AutoModel, AutoModelForMaskedLM, AutoTokenizer
+    """The authors' SegaBERT (WordPiece) exported: its tokenizer lays raw text out as hub.encode (ids, the three
+    indexes, token types; a text of two paragraphs and a pair), the exported model gives hub's features and MLM
+    logits, and pipeline("fill-mask") on raw text gives hub.fill_mask's words and probabilities (1e-5), in 4.35.2
+    and the newest release."""
+    from transformers import AutoModel, AutoModelForMaskedLM, AutoTokenizer, pipeline
 
     run_cli("segatron-import", "authors-segabert", "--model-dir", SEGABERT, "--out", tmp_path / "model")
     corpus = _corpus(tmp_path, tmp_path / "model", SEGABERT / "vocab.txt")
@@ -34,11 +38,15 @@ def test_segabert_exports_to_remote_code_that_transformers_loads(tmp_path):
     hub = _ours(tmp_path / "model" / "checkpoint.pt", corpus)
     text = "The w1s w2ed at her. He was w4ing the w5 of it.\nShe is w7 with his."
     encoded = hub.encode(text)
-    tokenizer = AutoTokenizer.from_pretrained(tmp_path / "hf")
-    assert tokenizer(text.replace("\n", " "))["input_ids"] == encoded["src_tokens"][0].tolist()
+    tokenizer = AutoTokenizer.from_pretrained(tmp_path / "hf", trust_remote_code=True)
+    _assert_same_layout(tokenizer(text), encoded)
     inputs = dict(input_ids=encoded["src_tokens"], paragraph_index=encoded["paragraph_index"],
                   sentence_index=encoded["sentence_index"], token_index=encoded["token_index"])
     assert inputs["paragraph_index"].max() == 1 and inputs["sentence_index"].max() == 1
+    pair = hub.encode("The w1s w2ed at her.", "She is w7 with his.")
+    _assert_same_layout(tokenizer("The w1s w2ed at her.", "She is w7 with his."), pair)
+    masked = "The w1s w2ed at <mask>. He was w4ing the w5 of it.\nShe is w7 with his."
+    expected = [(symbol, probability) for _, probability, symbol in hub.fill_mask(masked, topk=5)]
     with torch.no_grad():
         features = hub.extract_features(encoded)
         logits, _ = hub.model(**encoded)
@@ -48,10 +56,30 @@ def test_segabert_exports_to_remote_code_that_transformers_loads(tmp_path):
         torch.testing.assert_close(exported_mlm(**inputs).logits, logits, rtol=0, atol=1e-5)
         newest = newest_outputs(tmp_path, tmp_path / "hf", "AutoModelForMaskedLM", inputs, trust_remote_code=True)
         torch.testing.assert_close(newest, logits, rtol=0, atol=1e-5)
-        pair = hub.encode("The w1s w2ed at her.", "She is w7 with his.")
         pair_inputs = {"input_ids": pair["src_tokens"], "token_type_ids": pair["token_type"],
                        **{f"{n}_index": pair[f"{n}_index"] for n in ("paragraph", "sentence", "token")}}
         torch.testing.assert_close(exported_mlm(**pair_inputs).logits, hub.model(**pair)[0], rtol=0, atol=1e-5)
+        filled = pipeline("fill-mask", model=exported_mlm, tokenizer=tokenizer, top_k=5)(masked)
+    _assert_same_fillings(filled, expected, tokenizer)
+    newest_run = newest_tokenizer_and_pipeline(tmp_path, tmp_path / "hf", "fill-mask", [(text,)], masked, top_k=5)
+    _assert_same_layout(newest_run["tokenizer"][0], encoded)
+    _assert_same_fillings(newest_run["pipeline"], expected, tokenizer)
+
+
+def _assert_same_layout(theirs, ours) -> None:
+    """The exported tokenizer's output equals hub.encode's (ids, the three indexes, token types)."""
+    assert list(theirs["input_ids"]) == ours["src_tokens"][0].tolist()
+    for name in ("paragraph", "sentence", "token"):
+        assert list(theirs[f"{name}_index"]) == ours[f"{name}_index"][0].tolist(), name
+    token_type = ours.get("token_type", torch.zeros_like(ours["src_tokens"]))
+    assert list(theirs["token_type_ids"]) == token_type[0].tolist()
+
+
+def _assert_same_fillings(filled, expected, tokenizer) -> None:
+    """pipeline("fill-mask")'s predictions: hub.fill_mask's symbols, in order, with their probabilities (1e-5)."""
+    assert [tokenizer.convert_ids_to_tokens(int(f["token"])) for f in filled] == [s for s, _ in expected]
+    torch.testing.assert_close(torch.tensor([float(f["score"]) for f in filled]),
+                               torch.tensor([p for _, p in expected]), rtol=0, atol=1e-5)
 
 
 def test_bert_baseline_exports_to_plain_bert_for_masked_lm(tmp_path):

@@ -20,6 +20,7 @@ from torch import Tensor
 from segatron_fairseq.conversion.bert_names import ACTIVATIONS
 
 from .huggingface_directory import (
+    index_tokenizer_files,
     layer_state,
     lm_head_state,
     position_rows,
@@ -87,14 +88,21 @@ def _state(model, prefix: str, segabert: bool) -> Dict[str, Tensor]:
     return state
 
 
-def export(model, dictionary, subwords, out_dir: str, facts: Optional[CheckpointFacts] = None) -> None:
+def export(model, dictionary, subwords, out_dir: str, facts: Optional[CheckpointFacts] = None,
+           text_encoder=None) -> None:
     """Write ``out_dir`` (which must not exist): config.json, model.safetensors,
-    the tokenizer files and, for SegaBERT, the remote code."""
+    the tokenizer files and, for SegaBERT, the remote code. SegaBERT's
+    tokenizer computes the indexes of raw text as ``text_encoder`` (the
+    corpus's ``TextEncoder``, required for SegaBERT) does."""
     warn_about_heads(model)
     _check(model.args)
     segabert = model.encoder.segment_positions
     config = _config(model, dictionary, segabert)
-    files, copies = tokenizer_files(dictionary, subwords, config["max_position_embeddings"])
     if segabert:
+        sizes = {name: config[f"max_{name}_index"] for name in model.encoder.segment_embeddings}
+        files, copies = index_tokenizer_files(dictionary, text_encoder, "encoder", config["max_position_embeddings"],
+                                              sizes)
         copies.update({name: os.path.join(REMOTE_CODE_DIR, name) for name in REMOTE_CODE_FILES})
+    else:
+        files, copies = tokenizer_files(dictionary, subwords, config["max_position_embeddings"])
     write_directory(out_dir, config, _state(model, "segabert" if segabert else "bert", segabert), files, copies, facts)

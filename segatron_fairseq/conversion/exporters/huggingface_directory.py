@@ -74,6 +74,42 @@ def tokenizer_files(dictionary, subwords, max_length: int) -> Tuple[Dict[str, st
     return {"vocab.txt": "".join(s + "\n" for s in symbols), "tokenizer_config.json": json.dumps(config, indent=2)}, {}
 
 
+INDEX_TOKENIZER_CODE = os.path.join(os.path.dirname(__file__), "hf_tokenizer", "tokenization_segment_indexes.py")
+
+
+def index_tokenizer_files(dictionary, text_encoder, layout: str, max_length: int,
+                          table_sizes: Optional[Dict[str, int]] = None) -> Tuple[Dict[str, str], Dict[str, str]]:
+    """The files of ``SegmentIndexTokenizer`` (remote code, ``hf_tokenizer/``),
+    which computes the segment indexes of raw text as ``text_encoder`` (a
+    ``segatron_preprocess.text_encoder.TextEncoder`` of the corpus) does,
+    running the binarizer's own modules shipped beside it; ``layout``:
+    ``encoder`` (SegaBERT) or ``stream`` (Segatron-XL). Returns (name -> text,
+    name -> file to copy)."""
+    from segatron_preprocess import sentences
+    from segatron_preprocess import subwords as kinds
+
+    from .shipped_code import ENCODER_LAYOUT_MODULES, TEXT_LAYOUT_MODULES, shipped_files
+
+    pieces = text_encoder.segmenter.subwords
+    config = {"tokenizer_class": "SegmentIndexTokenizer", "model_max_length": max_length, "layout": layout,
+              "index_table_sizes": table_sizes, "stream_style": text_encoder.stream_style,
+              "input_format": "lines" if layout == "encoder" else text_encoder.raw_text_format,
+              "subwords": "none", "cased": False,
+              "auto_map": {"AutoTokenizer": ["tokenization_segment_indexes.SegmentIndexTokenizer", None]}}
+    copies = {"tokenization_segment_indexes.py": INDEX_TOKENIZER_CODE}
+    if isinstance(pieces, kinds.SentencePiece):
+        config["subwords"] = "sentencepiece"
+        copies["sentencepiece.model"] = pieces.model_path
+    elif isinstance(pieces, kinds.WordPiece):
+        config.update(subwords="wordpiece", cased=pieces.cased)
+        copies["wordpiece-vocab.txt"] = pieces.vocab_path
+    files = {"vocab.txt": "".join(symbol + "\n" for symbol in dictionary.symbols),
+             "punkt.json": json.dumps(sentences.params_to_json(text_encoder.segmenter.splitter._params)),
+             "tokenizer_config.json": json.dumps(config, indent=2),
+             **shipped_files(TEXT_LAYOUT_MODULES + ENCODER_LAYOUT_MODULES)}
+    return files, copies
+
+
 def warn_about_heads(model) -> None:
     """Fine-tuned classification heads have no place in the exported classes."""
     heads = list(getattr(model, "classification_heads", {}) or {})

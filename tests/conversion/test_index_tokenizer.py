@@ -1,0 +1,174 @@
+"""The tokenizer segatron-export writes for SegaBERT and Segatron-XL (``SegmentIndexTokenizer``: remote code that
+runs the binarizer's own modules, shipped beside it): on held-out text with paragraphs, abbreviations, quotes and
+WikiText's @.@ markup it gives the token ids and the sentence / paragraph starts that segatron-preprocess stored,
+and the ids, indexes and token types of our text encoder's layout; it pads its own keys, refuses what it cannot
+lay out, and its shipped modules import no part of the plugin, fairseq or torch."""
+import ast
+import json
+import sys
+
+import pytest
+from conftest import run_cli
+
+HELD_OUT = "".join([
+    " = Lobster fishing = \n\n",
+    " Mr. Smith and Dr. Jones fished near St. Mary 's Bay in 1 @,@ 200 traps . The U.S. survey found 3 @.@ 5 "
+    "lobsters per trap . \" It was a good year , \" Mr. Smith said . They sold the catch in May . \n\n",
+    " = = History = = \n\n",
+    " The fishery began in the 19th century . By No. 4 harbour , boats of 7 @-@ 8 m worked at night . H. Milne "
+    "wrote about it . The larva hides under a ledge . \n\n",
+    " Each adult moves in deep water . It grows for up to 20 years . \n",
+])
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    """A sentencepiece WikiText corpus whose Punkt model is trained on generated documents; its valid split is
+    HELD_OUT. Returns (bin directory, the held-out file)."""
+    from corpus import make_documents, write_wikitext
+
+    directory = tmp_path_factory.mktemp("index_tokenizer")
+    write_wikitext(directory / "train.txt", make_documents(40, seed=5))
+    (directory / "valid.txt").write_text(HELD_OUT, encoding="utf-8")
+    run_cli("segatron-preprocess", "--input-format", "wikitext", "--trainpref", directory / "train.txt",
+            "--validpref", directory / "valid.txt", "--bpe", "sentencepiece", "--bpe-vocab-size", 100,
+            "--destdir", directory / "bin")
+    return directory / "bin", directory / "valid.txt"
+
+
+def _tokenizer(directory, corpus_dir, layout):
+    """``AutoTokenizer`` of the files ``index_tokenizer_files`` writes for the corpus."""
+    import shutil
+
+    from fairseq.data import Dictionary
+    from transformers import AutoTokenizer
+
+    from segatron_fairseq.conversion.exporters.huggingface_directory import index_tokenizer_files
+    from segatron_preprocess.text_encoder import TextEncoder
+
+    dictionary = Dictionary.load(str(corpus_dir / "dict.txt"))
+    dictionary.add_symbol("<mask>")
+    files, copies = index_tokenizer_files(dictionary, TextEncoder(str(corpus_dir), dictionary, keep=("<mask>",)),
+                                          layout, 512, {"paragraph": 50, "sentence": 100, "token": 256})
+    directory.mkdir()
+    for name, text in files.items():
+        (directory / name).write_text(text, encoding="utf-8")
+    for name, source in copies.items():
+        shutil.copyfile(source, directory / name)
+    return AutoTokenizer.from_pretrained(directory, trust_remote_code=True), dictionary
+
+
+def test_stream_layout_gives_the_binarizers_tokens_and_starts_of_held_out_text(tmp_path, corpus):
+    """tokenizer(the held-out file's text) = </s> then every token of the binarized valid split, with its sentence
+    and paragraph starts; the text's abbreviations, numbers and quotes split no sentence, and a text that does not
+    end with a line break leaves its last </s> out."""
+    from segatron_fairseq.evaluation.token_losses import read_stream
+
+    corpus_dir, held_out = corpus
+    tokenizer, dictionary = _tokenizer(tmp_path / "stream", corpus_dir, "stream")
+    tokens, sentence_starts, paragraph_starts = read_stream(str(corpus_dir / "valid"))
+    encoded = tokenizer(held_out.read_text(encoding="utf-8"))
+    assert encoded["input_ids"] == [dictionary.eos()] + tokens.tolist()
+    assert encoded["sentence_starts"] == [1] + sentence_starts.astype(int).tolist()
+    assert encoded["paragraph_starts"] == [1] + paragraph_starts.astype(int).tolist()
+    assert encoded["attention_mask"] == [1] * len(encoded["input_ids"])
+    # title, heading, 3 text paragraphs; 4 + 4 + 2 sentences in them and one each in the title and the heading
+    assert sum(encoded["paragraph_starts"][1:]) == 5 and sum(encoded["sentence_starts"][1:]) == 12
+    unended = tokenizer(held_out.read_text(encoding="utf-8").rstrip("\n"))
+    assert unended["input_ids"] == encoded["input_ids"][:-1]
+
+
+def test_encoder_layout_gives_the_text_encoders_ids_indexes_and_token_types(tmp_path, corpus):
+    """A text (lines are paragraphs) and a pair, as SegaBERTModel.encode lays them out: the text encoder's items,
+    </s> left out, [CLS] / [SEP] with their neighbours' indexes, cut to the model's length; <mask> stays whole."""
+    from segatron_fairseq.segments import example_layout, segment_layout
+    from segatron_preprocess.text_encoder import TextEncoder
+
+    corpus_dir, _ = corpus
+    tokenizer, dictionary = _tokenizer(tmp_path / "encoder", corpus_dir, "encoder")
+    encoder = TextEncoder(str(corpus_dir), dictionary, keep=("<mask>",))
+    text = "Mr. Smith fished at St. Mary 's Bay . The U.S. survey found 3 @.@ 5 lobsters .\nIt grew . It <mask> ."
+    ours = encoder.encode(text, "lines")
+    layout = example_layout(ours.tokens, {"paragraph": ours.paragraph_index, "sentence": ours.sentence_index,
+                                          "token": ours.token_index}, dictionary.bos(), dictionary.eos(), 512,
+                            {"paragraph": 50, "sentence": 100, "token": 256})
+    encoded = tokenizer(text)
+    assert encoded["input_ids"] == layout.tokens.tolist()
+    for name in ("paragraph", "sentence", "token"):
+        assert encoded[f"{name}_index"] == layout.indexes[name].tolist(), name
+    assert encoded["token_type_ids"] == [0] * len(layout.tokens)
+    assert max(encoded["paragraph_index"]) == 1 and encoded["sentence_index"].count(1) > 3
+    assert encoded["input_ids"].count(dictionary.index("<mask>")) == 1
+    long_text = " ".join(["The lobster lives in deep water ."] * 40)
+    assert len(tokenizer(long_text)["input_ids"]) == 512
+    assert len(tokenizer(long_text, truncation=True, max_length=20)["token_index"]) == 20
+    texts = [[i for i in encoder.encode(t, "lines").tokens if i != dictionary.eos()]
+             for t in ("Dr. Jones fished .", "It grew .")]
+    tokens, paragraph, sentence, token = segment_layout(texts, dictionary.bos(), dictionary.eos(), 512, 256)
+    pair = tokenizer("Dr. Jones fished .", "It grew .")
+    assert (pair["input_ids"], pair["paragraph_index"], pair["sentence_index"], pair["token_index"],
+            pair["token_type_ids"]) == (tokens, paragraph, sentence, token, paragraph)
+
+
+def test_batches_are_padded_in_every_key_and_bad_input_is_refused(tmp_path, corpus):
+    corpus_dir, _ = corpus
+    tokenizer, dictionary = _tokenizer(tmp_path / "encoder", corpus_dir, "encoder")
+    batch = tokenizer(["It grew .", "Mr. Smith fished . It grew ."], padding=True, return_tensors="pt")
+    short, long = (tokenizer(t) for t in ("It grew .", "Mr. Smith fished . It grew ."))
+    width = len(long["input_ids"])
+    assert batch["input_ids"].shape == (2, width)
+    assert batch["input_ids"][0].tolist() == short["input_ids"] + [dictionary.pad()] * (width - len(short["input_ids"]))
+    assert batch["sentence_index"][1].tolist() == long["sentence_index"]
+    assert batch["sentence_index"][0].tolist() == short["sentence_index"] + [0] * (width - len(short["input_ids"]))
+    assert batch["attention_mask"][0].sum() == len(short["input_ids"])
+    with pytest.raises(ValueError, match="holds no words"):
+        tokenizer("   ")
+    with pytest.raises(TypeError, match="return_offsets"):
+        tokenizer("It grew .", return_offsets_mapping=True)
+    stream, _ = _tokenizer(tmp_path / "stream", corpus_dir, "stream")
+    with pytest.raises(ValueError, match="not a pair"):
+        stream("It grew .", "It did .")
+
+
+def test_shipped_text_modules_import_no_plugin_fairseq_or_torch(tmp_path, corpus):
+    """transformers copies the tokenizer's relative imports into its module cache: every shipped module imports
+    only the standard library, numpy, NLTK, sentencepiece, tokenizers (and transformers, the tokenizer itself) or
+    another shipped module."""
+    corpus_dir, _ = corpus
+    _tokenizer(tmp_path / "tok", corpus_dir, "encoder")
+    shipped = {path.stem for path in (tmp_path / "tok").glob("*.py")}
+    assert {"units", "document_items", "indexer", "sentences", "subwords", "layout", "levels"} <= shipped
+    allowed = {"numpy", "nltk", "sentencepiece", "tokenizers"}
+    for path in (tmp_path / "tok").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                modules = [node.module] if node.module else [alias.name for alias in node.names]
+                assert set(modules) <= shipped, f"{path.name} imports .{modules}, which is not shipped"
+                continue
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module] if isinstance(node, ast.ImportFrom) else []
+            for name in names:
+                top = name.split(".")[0]
+                ok = top in allowed or top in sys.stdlib_module_names or (
+                    top == "transformers" and path.stem.startswith("tokenization_"))
+                assert ok, f"{path.name} imports {name}"
+
+
+def test_punkt_parameters_survive_their_json(corpus):
+    """punkt.json holds the corpus's splitter exactly: the same identity (sha256 of its parameters and rules)."""
+    from segatron_preprocess import sentences
+
+    corpus_dir, _ = corpus
+    splitter = sentences.load(sentences.saved_in(str(corpus_dir)))
+    again = sentences.load_params(sentences.params_from_json(json.loads(json.dumps(
+        sentences.params_to_json(splitter._params)))))
+    assert sentences.splitter_identity(again) == sentences.splitter_identity(splitter)
+    assert len(splitter._params.abbrev_types) > 20 and splitter._params.ortho_context
+
+
+def test_tensors_of_one_text_are_a_batch_of_one(tmp_path, corpus):
+    corpus_dir, _ = corpus
+    tokenizer, _ = _tokenizer(tmp_path / "encoder", corpus_dir, "encoder")
+    single, listed = tokenizer("It grew .", return_tensors="pt"), tokenizer("It grew .")
+    assert single["input_ids"].shape == (1, len(listed["input_ids"]))
+    assert single["token_index"][0].tolist() == listed["token_index"]

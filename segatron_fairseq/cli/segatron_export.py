@@ -56,6 +56,7 @@ def _hf(args) -> str:
                              state=state)
     if model_name == "segatron_xl":
         huggingface_segatron_xl.export(loaded.model.eval(), loaded.task.source_dictionary, args.out, args.checkpoint,
+                                       TextEncoder(args.data, loaded.task.source_dictionary), loaded.task.cfg.tgt_len,
                                        facts)
         return args.out
     words = subwords.of_corpus(args.data, read_metadata(args.data))

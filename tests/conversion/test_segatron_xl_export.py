@@ -6,6 +6,7 @@ the vocabulary that the fairseq model gives reading the same segments in eval mo
 the perplexity is the same."""
 import ast
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -151,7 +152,7 @@ NEWEST_CASES = ("segatron_query_pre_norm_same_length", "segatron_window_end_clam
 def test_newest_transformers_reads_and_generates_as_fairseq_does(tmp_path, corpus):
     """In the newest release (one process for all): every log-probability of five exports over the segments with
     their memory equals fairseq's to 1e-5; greedy generate() of the Transformer-XL (the release passes the memory
-    to the model as ``cache``) gives the tokens and scores of the manual loop in 4.35.2."""
+    to the model as ``cache``) gives the tokens and scores of generate() in 4.35.2."""
     from transformers import AutoModelForCausalLM
 
     segments = _segments(*_stream(corpus)[3])
@@ -166,26 +167,33 @@ def test_newest_transformers_reads_and_generates_as_fairseq_does(tmp_path, corpu
         torch.testing.assert_close(log_probs, expected, rtol=0, atol=1e-5, msg=case)
     _, out = exports["transformer_xl"]
     model = AutoModelForCausalLM.from_pretrained(out, trust_remote_code=True).eval()
-    tokens, scores = _greedy_by_hand(model, prompt, 30)
+    with torch.no_grad():
+        here = model.generate(prompt, max_new_tokens=30, do_sample=False, output_scores=True,
+                              return_dict_in_generate=True)
     generated = results[str(out)]
-    assert generated["sequences"][0, 12:].tolist() == tokens
-    torch.testing.assert_close(generated["scores"][0], scores, rtol=0, atol=1e-5)
+    assert generated["sequences"].tolist() == here.sequences.tolist()
+    torch.testing.assert_close(generated["scores"][0], torch.stack([step[0] for step in here.scores]), rtol=0,
+                               atol=1e-5)
 
 
 def test_shipped_modules_import_only_torch_the_standard_library_and_each_other(tmp_path, corpus):
     """transformers copies the remote code's relative imports into its module cache: the plugin's modules shipped
-    in the directory must not import the plugin, fairseq or anything but torch and the standard library."""
+    in the directory must not import the plugin or fairseq; the model's import torch, the tokenizer's numpy, NLTK,
+    sentencepiece or tokenizers (the remote code's own files: transformers too)."""
     import sys
 
     _, out = _exported(tmp_path, corpus, "transformer_xl")
     shipped = {path.stem for path in out.glob("*.py")}
     assert {"segment_distances", "segment_relative_attention", "segatron_xl_layer", "segatron_xl_stack",
-            "segment_memory", "modeling_segatron_xl", "configuration_segatron_xl"} <= shipped
+            "segment_memory", "modeling_segatron_xl", "configuration_segatron_xl", "tokenization_segment_indexes",
+            "generation_indexer", "sentences", "document_items"} <= shipped
     for path in out.glob("*.py"):
-        allowed = {"torch", "transformers"} if path.stem.endswith("_segatron_xl") else {"torch"}
+        remote = path.stem.endswith("_segatron_xl") or path.stem.startswith("tokenization_")
+        allowed = {"torch", "numpy", "nltk", "sentencepiece", "tokenizers"} | ({"transformers"} if remote else set())
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom) and node.level:
-                assert node.module in shipped, f"{path.name} imports .{node.module}, which is not shipped"
+                modules = [node.module] if node.module else [alias.name for alias in node.names]
+                assert set(modules) <= shipped, f"{path.name} imports .{modules}, which is not shipped"
                 continue
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
                 [node.module] if isinstance(node, ast.ImportFrom) else []
@@ -206,41 +214,50 @@ def test_export_refuses_a_corpus_whose_dictionary_is_not_the_checkpoints(tmp_pat
     assert not [p.name for p in tmp_path.iterdir() if p.name.startswith("hf")]  # nor hf.partial
 
 
-def _greedy_by_hand(model, prompt, steps: int):
-    """(tokens, scores (steps, V)) of a loop of argmaxes over the model's forward: the prompt, then each token after
-    the memory the step before returned (with ``mem_len`` 0: the whole sequence again)."""
-    tokens, scores = [], []
-    with torch.no_grad():
-        result = model(prompt)
-        for _ in range(steps):
-            scores.append(result.logits[0, -1])
-            tokens.append(int(scores[-1].argmax()))
-            if model.config.mem_len > 0:
-                result = model(torch.tensor([[tokens[-1]]]), past_key_values=result.past_key_values)
-            else:
-                result = model(torch.cat([prompt, torch.tensor([tokens])], dim=1), use_cache=False)
-    return tokens, torch.stack(scores)
+PROMPT = ("The lobster lives near the coast of Norway . It hides under a ledge .\n"
+          "A female grows in deep water . The larva")
+GENERATION_CASES = {"segatron_query": (["--arch", "segatron_xl_tiny", "--mem-len", "20", "--tgt-len", "16"], 60),
+                    "segatron_window_end": (["--arch", "segatron_xl_tiny", "--mem-len", "20", "--tgt-len", "16",
+                                             "--segment-distance-origin", "window_end"], 40),
+                    "transformer_xl_no_memory": (["--arch", "transformer_xl_tiny", "--mem-len", "0",
+                                                  "--tgt-len", "24"], 40)}
 
 
-@pytest.mark.parametrize("mem_len", [20, 0])
-def test_transformer_xl_generate_greedy_continues_with_the_memory_as_a_manual_loop(tmp_path, corpus, mem_len):
-    """generate() (greedy) of an export without segment parts: the prompt in one forward, then each token after
-    the memory it returned (past mem_len 20: the memory drops the prompt's first tokens), or without memory the
-    whole sequence each step, giving the scores and tokens of a loop of argmaxes over the model's own forward.
-    Padded rows are refused."""
-    from transformers import AutoModelForCausalLM
+@pytest.mark.parametrize("case", GENERATION_CASES)
+def test_generate_continues_a_text_with_the_tokens_of_fairseqs_sampler(tmp_path, corpus, case):
+    """Greedy generate() on the exported tokenizer's layout of a raw prompt gives the tokens of the fairseq hub's
+    sampler (top-1, which never draws <pad> or <s>) for the same prompt: the prompt's starts from the tokenizer,
+    each new token's from the indexer, at most mem_len + tgt_len keys a query (the prompt and the generated text
+    run past that window), the window read again each step with window_end distances or no memory. Without the
+    tokenizer's starts (as pipeline('text-generation') calls it) the prompt is flagged token by token, as
+    fairseq-generate forces it; here that gives the same tokens. Padded rows are refused."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer, pipeline
 
-    _, out = _exported(tmp_path, corpus, "transformer_xl", mem_len=mem_len)
+    from segatron_fairseq.models.segatron_xl import SegatronXLModel
+
+    options, steps = GENERATION_CASES[case]
+    checkpoint = Path(_random_checkpoint(tmp_path / "model", corpus, options))
+    out = tmp_path / f"hf_{case}"
+    run_cli("segatron-export", "hf", "--checkpoint", checkpoint, "--data", corpus, "--out", out)
+    hub = SegatronXLModel.from_pretrained(str(checkpoint.parent), checkpoint.name, str(corpus))
+    # window_end distances are not causal: the sampler reads the window again each token (incremental=False)
+    expected = hub.sample_tokens(PROMPT, max_len=steps, topk=1, incremental=case != "segatron_window_end")
+    if hub.task.dictionary.eos() in expected:  # generate() ends at </s>, the sampler goes on with a paragraph
+        expected = expected[:expected.index(hub.task.dictionary.eos()) + 1]
+    tokenizer = AutoTokenizer.from_pretrained(out, trust_remote_code=True)
     model = AutoModelForCausalLM.from_pretrained(out, trust_remote_code=True).eval()
-    prompt = _segments(*_stream(corpus)[3])[0]["input_ids"][:, :12]
+    encoded = tokenizer(PROMPT, return_tensors="pt")
+    assert encoded["input_ids"].size(1) + steps > model.config.generation_window
     with torch.no_grad():
-        generated = model.generate(prompt, max_new_tokens=30, do_sample=False, pad_token_id=model.config.pad_token_id,
-                                   output_scores=True, return_dict_in_generate=True)
-    tokens, scores = _greedy_by_hand(model, prompt, 30)
-    assert generated.sequences[0, :12].tolist() == prompt[0].tolist()
-    assert generated.sequences[0, 12:].tolist() == tokens
-    torch.testing.assert_close(torch.stack([step[0] for step in generated.scores]), scores, rtol=0, atol=1e-5)
-    padded = torch.ones(1, 12, dtype=torch.long)
+        generated = model.generate(**encoded, max_new_tokens=steps, do_sample=False)
+        assert generated[0, encoded["input_ids"].size(1):].tolist() == expected
+        flagged_by_indexer = model.generate(encoded["input_ids"], max_new_tokens=steps, do_sample=False)
+    assert flagged_by_indexer[0].tolist() == generated[0].tolist()
+    text = pipeline("text-generation", model=model, tokenizer=tokenizer)(PROMPT, max_new_tokens=steps,
+                                                                        do_sample=False)[0]["generated_text"]
+    continuation = tokenizer.decode(generated[0, encoded["input_ids"].size(1):])
+    assert text.startswith(PROMPT) and continuation.strip() and continuation.strip() in text
+    padded = torch.ones_like(encoded["input_ids"])
     padded[0, 0] = 0
     with pytest.raises(ValueError, match="attention_mask hides positions"):
-        model.generate(prompt, attention_mask=padded, max_new_tokens=2, pad_token_id=model.config.pad_token_id)
+        model.generate(encoded["input_ids"], attention_mask=padded, max_new_tokens=2)

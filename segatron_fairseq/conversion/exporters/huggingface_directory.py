@@ -77,7 +77,7 @@ def tokenizer_files(dictionary, subwords, max_length: int) -> Tuple[Dict[str, st
 INDEX_TOKENIZER_CODE = os.path.join(os.path.dirname(__file__), "hf_tokenizer", "tokenization_segment_indexes.py")
 
 
-def index_tokenizer_files(dictionary, text_encoder, layout: str, max_length: int,
+def index_tokenizer_files(dictionary, text_encoder, layout: str, max_length: Optional[int],
                           table_sizes: Optional[Dict[str, int]] = None) -> Tuple[Dict[str, str], Dict[str, str]]:
     """The files of ``SegmentIndexTokenizer`` (remote code, ``hf_tokenizer/``),
     which computes the segment indexes of raw text as ``text_encoder`` (a
@@ -91,11 +91,13 @@ def index_tokenizer_files(dictionary, text_encoder, layout: str, max_length: int
     from .shipped_code import ENCODER_LAYOUT_MODULES, TEXT_LAYOUT_MODULES, shipped_files
 
     pieces = text_encoder.segmenter.subwords
-    config = {"tokenizer_class": "SegmentIndexTokenizer", "model_max_length": max_length, "layout": layout,
+    config = {"tokenizer_class": "SegmentIndexTokenizer", "layout": layout,
               "index_table_sizes": table_sizes, "stream_style": text_encoder.stream_style,
               "input_format": "lines" if layout == "encoder" else text_encoder.raw_text_format,
-              "subwords": "none", "cased": False,
+              "subwords": "none", "cased": False, "clean_up_tokenization_spaces": False,
               "auto_map": {"AutoTokenizer": ["tokenization_segment_indexes.SegmentIndexTokenizer", None]}}
+    if max_length is not None:  # the encoder's; a stream has no length
+        config["model_max_length"] = max_length
     copies = {"tokenization_segment_indexes.py": INDEX_TOKENIZER_CODE}
     if isinstance(pieces, kinds.SentencePiece):
         config["subwords"] = "sentencepiece"

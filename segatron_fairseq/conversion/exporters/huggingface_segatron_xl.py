@@ -2,8 +2,11 @@
 parts) as a Hugging Face directory: ``SegatronXLForCausalLM``, remote code
 loaded with ``trust_remote_code=True``. The attention, distances, layers,
 layer stack and memory are this plugin's own modules, copied verbatim beside
-``modeling_segatron_xl.py`` (which imports them relatively); the adaptive input
-and softmax are written in the remote code itself.
+``modeling_segatron_xl.py`` (which imports them relatively), with the
+tokenizer that lays raw text out as a stream with its sentence / paragraph
+starts and the generation indexer (the binarizer's modules,
+``shipped_code.py``); the adaptive input and softmax are written in the
+remote code itself.
 
     decoder.embed_tokens                  transformer.embed_tokens (a token table)
     decoder.embed_tokens.embeddings.i.0/1 transformer.adaptive_input.tables.i / projections.i
@@ -19,18 +22,15 @@ from typing import Dict, Optional
 
 from torch import Tensor
 
-from .huggingface_directory import write_directory
+from .huggingface_directory import index_tokenizer_files, write_directory
 from .model_card import CheckpointFacts
+from .shipped_code import GENERATION_MODULES, SEGATRON_XL_MODULES, shipped_files
 
 REMOTE_CODE_DIR = os.path.join(os.path.dirname(__file__), "hf_segatron_xl")
 REMOTE_CODE_FILES = ("configuration_segatron_xl.py", "modeling_segatron_xl.py")
-MODULES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "modules")
-# the plugin's modules the remote code imports, shipped as they are (torch and each other only)
-SHIPPED_MODULES = ("segment_distances.py", "segment_relative_attention.py", "segatron_xl_layer.py",
-                   "segatron_xl_stack.py", "segment_memory.py")
 
 
-def _config(decoder, dictionary) -> Dict:
+def _config(decoder, dictionary, tgt_len: int) -> Dict:
     from fairseq import utils
 
     cfg = decoder.cfg
@@ -50,6 +50,7 @@ def _config(decoder, dictionary) -> Dict:
             "adaptive_softmax_cutoff": cutoff, "adaptive_softmax_factor": cfg.adaptive_softmax_factor,
             "adaptive_softmax_bias": bool(cutoff and cfg.adaptive_softmax_bias), "tie_adaptive_weights": tied,
             "tie_adaptive_proj": bool(tied and cfg.tie_adaptive_proj), "tie_word_embeddings": False,
+            "generation_window": decoder.decoding_window(tgt_len), "bos_token_id": dictionary.bos(),
             "eos_token_id": dictionary.eos(), "pad_token_id": dictionary.pad()}
 
 
@@ -95,10 +96,14 @@ def _state(decoder, config: Dict, checkpoint: str) -> Dict[str, Tensor]:
     return state
 
 
-def export(model, dictionary, out_dir: str, checkpoint: str, facts: Optional[CheckpointFacts] = None) -> None:
-    """Write ``model`` (a ``SegatronXLModel``, in eval mode) with ``dictionary``'s size to ``out_dir``;
-    ``checkpoint``: its file, named by the errors. ``--compile-layers`` (a training speed-up) is dropped."""
-    config = _config(model.decoder, dictionary)
-    copies = {name: os.path.join(REMOTE_CODE_DIR, name) for name in REMOTE_CODE_FILES}
-    copies.update({name: os.path.join(MODULES_DIR, name) for name in SHIPPED_MODULES})
-    write_directory(out_dir, config, _state(model.decoder, config, checkpoint), {}, copies, facts)
+def export(model, dictionary, out_dir: str, checkpoint: str, text_encoder, tgt_len: int,
+           facts: Optional[CheckpointFacts] = None) -> None:
+    """Write ``model`` (a ``SegatronXLModel``, in eval mode) with ``dictionary``'s size to ``out_dir``, with the
+    tokenizer of ``text_encoder`` (the corpus's ``TextEncoder``: the stream layout and its starts);
+    ``checkpoint``: its file, named by the errors; ``tgt_len``: its training segment length, which sets the
+    window ``generate()`` decodes with. ``--compile-layers`` (a training speed-up) is dropped."""
+    config = _config(model.decoder, dictionary, tgt_len)
+    files, copies = index_tokenizer_files(dictionary, text_encoder, "stream", None)
+    copies.update({name: os.path.join(REMOTE_CODE_DIR, name) for name in REMOTE_CODE_FILES})
+    files.update(shipped_files(SEGATRON_XL_MODULES + GENERATION_MODULES))
+    write_directory(out_dir, config, _state(model.decoder, config, checkpoint), files, copies, facts)

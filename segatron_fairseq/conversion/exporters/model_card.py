@@ -125,6 +125,8 @@ def generation_config(config: Dict) -> Optional[str]:
         return None
     ids = {name: config[name] for name in ("bos_token_id", "eos_token_id", "pad_token_id")
            if config.get(name) is not None}
+    if config.get("model_type") == "segatron_xl":  # as segatron-fairseq's sampler, which never draws <pad> or <s>
+        ids["suppress_tokens"] = [config["pad_token_id"], config["bos_token_id"]]
     return json.dumps(ids, indent=2)
 
 

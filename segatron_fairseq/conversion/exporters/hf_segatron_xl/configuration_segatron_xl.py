@@ -13,9 +13,12 @@ class SegatronXLConfig(PretrainedConfig):
                  per_layer_position_biases=False, sentence_part=True, paragraph_part=True,
                  segment_distance_origin="query", adaptive_input=False, adaptive_softmax_cutoff=None,
                  adaptive_softmax_factor=1.0, adaptive_softmax_bias=False, tie_adaptive_weights=False,
-                 tie_adaptive_proj=False, tie_word_embeddings=False, **kwargs):
+                 tie_adaptive_proj=False, tie_word_embeddings=False, generation_window=None, **kwargs):
         """``adaptive_softmax_cutoff``: the band ends below the vocabulary size (fairseq's
-        ``--adaptive-softmax-cutoff``), or None for a token table with the output tied to it."""
+        ``--adaptive-softmax-cutoff``), or None for a token table with the output tied to it.
+        ``generation_window``: the most keys a query sees in ``generate()``, as segatron-fairseq decodes (the
+        memory and a training segment, or ``mem_len`` with ``same_length``; default: fairseq's default segment
+        of 150 tokens)."""
         self.vocab_size = vocab_size
         self.embed_dim = embed_dim
         self.num_layers = num_layers
@@ -38,6 +41,7 @@ class SegatronXLConfig(PretrainedConfig):
         self.adaptive_softmax_bias = adaptive_softmax_bias
         self.tie_adaptive_weights = tie_adaptive_weights
         self.tie_adaptive_proj = tie_adaptive_proj
+        self.generation_window = generation_window or (mem_len if same_length else mem_len + 150)
         # explicit: transformers 5 has no default, and the output layer (when there is no adaptive softmax)
         # reads the token table itself rather than a tied copy
         super().__init__(tie_word_embeddings=tie_word_embeddings, **kwargs)

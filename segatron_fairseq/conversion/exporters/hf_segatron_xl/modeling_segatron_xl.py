@@ -9,13 +9,22 @@ copied beside this file by the exporter (``segment_distances.py``,
 gave the model: the adaptive input and the adaptive softmax.
 
 Inputs (B, T): ``input_ids`` and, for a model with sentence / paragraph parts,
-``sentence_starts`` / ``paragraph_starts`` (bool, True at the first token of a
-sentence / paragraph; compute them with segatron-fairseq's text encoder). The
+``sentence_starts`` / ``paragraph_starts`` (True or 1 at the first token of a
+sentence / paragraph), as the directory's tokenizer gives them for raw text
+(``tokenization_segment_indexes.py``, the binarizer's own modules). The
 memory, each layer's input at the last ``mem_len`` tokens (M, B, d) and the
 sentence / paragraph counters of those tokens, comes back as
 ``past_key_values`` (a ``SegatronXLMemory``); pass it with the next segment.
+
+``generate()`` decodes as segatron-fairseq's sampler does: a query sees at
+most ``generation_window`` keys (the training memory and a segment), the
+prompt's last ones first; each new token's starts come from the binarizer's
+rules for a token that arrives alone (``generation_indexer.py``, loaded with
+the tokenizer's files by ``from_pretrained``). With the authors'
+``window_end`` distances, which are not causal, every step reads the whole
+window again.
 """
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -24,14 +33,27 @@ from transformers import GenerationMixin, PreTrainedModel
 from transformers.modeling_outputs import BaseModelOutputWithPast, CausalLMOutputWithPast
 
 from .configuration_segatron_xl import SegatronXLConfig
+from .generation_indexer import GenerationIndexer
 from .segatron_xl_layer import SegatronXLLayer
 from .segatron_xl_stack import run_layer_stack, segment_starts
 from .segment_distances import segment_part_dims
 from .segment_memory import CachedWindow, next_window
+from .tokenization_segment_indexes import SegmentIndexTokenizer
 
 # transformers 4.35.2 copies from a local directory only the files this module imports relatively, not the
-# files those import: the attention, which segatron_xl_layer imports, is imported here so that it is copied too
+# files those import: the attention, which segatron_xl_layer imports, and the tokenizer's modules are imported here
+# so that they are copied too
 from .segment_relative_attention import SegmentRelativeMultiheadAttention  # noqa: F401,E402  isort: skip
+from .atomic import atomic_path  # noqa: F401,E402  isort: skip
+from .corpus_format import INDEX_NAMES  # noqa: F401,E402  isort: skip
+from .document_items import Segmenter  # noqa: F401,E402  isort: skip
+from .errors import PreprocessError  # noqa: F401,E402  isort: skip
+from .indexer import DocumentIndexer  # noqa: F401,E402  isort: skip
+from .layout import build_layout  # noqa: F401,E402  isort: skip
+from .levels import fit_to_table  # noqa: F401,E402  isort: skip
+from .sentences import sentence_numbers  # noqa: F401,E402  isort: skip
+from .subwords import Words  # noqa: F401,E402  isort: skip
+from .units import Unit  # noqa: F401,E402  isort: skip
 
 
 def band_ends(config: SegatronXLConfig) -> List[int]:
@@ -45,18 +67,48 @@ def band_width(config: SegatronXLConfig, band: int) -> int:
     return int(config.embed_dim // config.adaptive_softmax_factor ** band)
 
 
+class GenerationStream:
+    """What ``generate()`` keeps besides the memory: the sentence / paragraph
+    starts of each row's tokens so far (lists of 0 / 1), and each row's
+    ``GenerationIndexer`` that flags the next token (None for a model
+    without segment parts)."""
+
+    def __init__(self, sentence: List[List[int]], paragraph: List[List[int]],
+                 indexers: Optional[List[GenerationIndexer]]):
+        self.sentence, self.paragraph, self.indexers = sentence, paragraph, indexers
+
+    def push(self, tokens: Tensor) -> None:
+        """The next token of each row (B,)."""
+        for row, token in enumerate(tokens.tolist()):
+            sentence, paragraph = self.indexers[row].push(token) if self.indexers is not None else (False, False)
+            self.sentence[row].append(int(sentence))
+            self.paragraph[row].append(int(paragraph))
+
+    def starts(self, length: int, device) -> Tuple[Tensor, Tensor]:
+        """The starts (B, length) of each row's last ``length`` tokens."""
+        return tuple(torch.tensor([flags[-length:] for flags in rows], dtype=torch.bool, device=device)
+                     for rows in (self.sentence, self.paragraph))
+
+    def reorder(self, beam_idx: Tensor) -> "GenerationStream":
+        rows = beam_idx.tolist()
+        indexers = None if self.indexers is None else [self.indexers[row].copy() for row in rows]
+        return GenerationStream([list(self.sentence[row]) for row in rows],
+                                [list(self.paragraph[row]) for row in rows], indexers)
+
+
 class SegatronXLMemory:
     """``past_key_values`` of the model: the memory after the segments read so
-    far (``window``: each layer's input (M, B, d) at the last M <= mem_len
-    tokens, the sentence / paragraph counters (B, M) of those tokens and (B,)
-    of the last one), or None before the first. Not a transformers ``Cache``
-    (4.35.2 has none): generation only passes it back to the model."""
+    far (``window``: each layer's input (M, B, d) at the last M tokens, the
+    sentence / paragraph counters (B, M) of those tokens and (B,) of the last
+    one), or None before the first; during ``generate()`` also its
+    ``GenerationStream``. Not a transformers ``Cache`` (4.35.2 has none):
+    generation only passes it back to the model."""
 
     is_compileable = False
     is_croppable = False
 
-    def __init__(self, window: Optional[CachedWindow]):
-        self.window = window
+    def __init__(self, window: Optional[CachedWindow], stream: Optional[GenerationStream] = None):
+        self.window, self.stream = window, stream
 
     def get_seq_length(self, layer_idx: int = 0) -> int:
         """M, the number of tokens whose states the memory holds."""
@@ -64,12 +116,12 @@ class SegatronXLMemory:
 
     def reorder_cache(self, beam_idx: Tensor) -> "SegatronXLMemory":
         """The memory of the batch rows ``beam_idx`` (B',) (beam search)."""
-        if self.window is None:
-            return self
-        window = self.window
-        return SegatronXLMemory(CachedWindow([h.index_select(1, beam_idx) for h in window.hidden],
-                                             {p: c.index_select(0, beam_idx) for p, c in window.counters.items()},
-                                             {p: c.index_select(0, beam_idx) for p, c in window.last.items()}))
+        window, stream = self.window, self.stream
+        if window is not None:
+            window = CachedWindow([h.index_select(1, beam_idx) for h in window.hidden],
+                                  {p: c.index_select(0, beam_idx) for p, c in window.counters.items()},
+                                  {p: c.index_select(0, beam_idx) for p, c in window.last.items()})
+        return SegatronXLMemory(window, None if stream is None else stream.reorder(beam_idx))
 
 
 class SegatronXLAdaptiveInput(nn.Module):
@@ -211,12 +263,15 @@ class SegatronXLModel(SegatronXLPreTrainedModel):
 
     def forward(self, input_ids: Tensor, sentence_starts: Optional[Tensor] = None,
                 paragraph_starts: Optional[Tensor] = None, past_key_values: Optional[SegatronXLMemory] = None,
-                use_cache: bool = True, return_dict: Optional[bool] = None, **kwargs):
+                use_cache: bool = True, return_dict: Optional[bool] = None, memory_length: Optional[int] = None,
+                generation_stream: Optional[GenerationStream] = None, **kwargs):
         """input_ids (B, T) after the memory ``past_key_values`` (or None: an
-        empty memory); sentence_starts / paragraph_starts (B, T) bool, needed
-        for the enabled parts. Returns ``last_hidden_state`` (B, T, d) and,
-        with ``use_cache``, the memory after this segment as ``past_key_values``
-        (newer transformers name it ``cache``). Rows are never padded: an
+        empty memory); sentence_starts / paragraph_starts (B, T) bool or 0 / 1,
+        needed for the enabled parts. Returns ``last_hidden_state`` (B, T, d)
+        and, with ``use_cache``, the memory after this segment as
+        ``past_key_values`` (newer transformers name it ``cache``): its last
+        ``memory_length`` tokens (default ``mem_len``), with
+        ``generation_stream`` attached. Rows are never padded: an
         ``attention_mask`` that hides a position is refused."""
         _check_unpadded(kwargs.get("attention_mask"))
         past_key_values = _given_memory(past_key_values, kwargs)
@@ -224,7 +279,8 @@ class SegatronXLModel(SegatronXLPreTrainedModel):
         if memory is not None and memory.hidden[0].size(1) != input_ids.size(0):
             raise ValueError(f"past_key_values holds {memory.hidden[0].size(1)} rows, input_ids "
                              f"{input_ids.size(0)}")
-        starts = segment_starts(self.part_dims, sentence_starts, paragraph_starts)
+        starts = segment_starts(self.part_dims, *(None if flags is None else flags.bool()
+                                                  for flags in (sentence_starts, paragraph_starts)))
         embedded = self.get_input_embeddings()(input_ids) * self.embed_scale
         x = self.dropout(embedded.transpose(0, 1).contiguous())  # (T, B, d)
         x, inputs, counters, _ = run_layer_stack(
@@ -234,7 +290,8 @@ class SegatronXLModel(SegatronXLPreTrainedModel):
         if self.final_norm is not None:
             x = self.final_norm(x)
         hidden = self.dropout(x).transpose(0, 1)
-        new_memory = SegatronXLMemory(next_window(inputs, counters, memory, self.config.mem_len)) if use_cache \
+        kept = self.config.mem_len if memory_length is None else memory_length
+        new_memory = SegatronXLMemory(next_window(inputs, counters, memory, kept), generation_stream) if use_cache \
             else None
         if not (return_dict if return_dict is not None else self.config.use_return_dict):
             return hidden, new_memory
@@ -260,6 +317,7 @@ class SegatronXLForCausalLM(SegatronXLPreTrainedModel, GenerationMixin):
     def forward(self, input_ids: Tensor, sentence_starts: Optional[Tensor] = None,
                 paragraph_starts: Optional[Tensor] = None, past_key_values: Optional[SegatronXLMemory] = None,
                 labels: Optional[Tensor] = None, return_dict: Optional[bool] = None, use_cache: bool = True,
+                memory_length: Optional[int] = None, generation_stream: Optional[GenerationStream] = None,
                 **kwargs):
         """``SegatronXLModel.forward``'s inputs; ``labels`` (B, T): the
         tokens, shifted here as transformers' causal LMs do (position t
@@ -267,7 +325,8 @@ class SegatronXLForCausalLM(SegatronXLPreTrainedModel, GenerationMixin):
         Returns ``logits`` (B, T, V) and the memory as ``past_key_values``."""
         hidden, memory = self.transformer(input_ids, sentence_starts, paragraph_starts,
                                           _given_memory(past_key_values, kwargs), use_cache=use_cache,
-                                          return_dict=False, attention_mask=kwargs.get("attention_mask"))
+                                          return_dict=False, attention_mask=kwargs.get("attention_mask"),
+                                          memory_length=memory_length, generation_stream=generation_stream)
         if self.adaptive_softmax is not None:
             logits = self.adaptive_softmax(hidden, self.transformer.adaptive_input)
         else:
@@ -279,18 +338,71 @@ class SegatronXLForCausalLM(SegatronXLPreTrainedModel, GenerationMixin):
             return tuple(value for value in (loss, logits, memory) if value is not None)
         return CausalLMOutputWithPast(loss=loss, logits=logits, past_key_values=memory)
 
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path, *args, **kwargs):
+        """transformers' loading, then the directory's tokenizer, whose
+        sub-words, splitter and dictionary flag the tokens ``generate()`` adds
+        (``segment_tokenizer``; a model without segment parts needs none)."""
+        model = super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
+        if model.transformer.part_dims.keys() & {"sentence", "paragraph"}:
+            hub_options = {key: kwargs[key] for key in ("cache_dir", "revision", "token", "local_files_only")
+                           if key in kwargs}
+            model.segment_tokenizer = SegmentIndexTokenizer.from_pretrained(pretrained_model_name_or_path,
+                                                                            **hub_options)
+        return model
+
+    def _prompt_stream(self, input_ids: Tensor, sentence_starts: Optional[Tensor],
+                       paragraph_starts: Optional[Tensor]) -> GenerationStream:
+        """The stream of the prompts (B, T): their starts as given (the
+        tokenizer's, the binarizer's rules for whole paragraphs) or else from
+        indexers fed one token at a time (the first token, the stream's
+        ``</s>``, starts both); the indexers then go on from the prompts' end."""
+        rows = input_ids.tolist()
+        if not self.transformer.part_dims.keys() & {"sentence", "paragraph"}:
+            return GenerationStream([[0] * len(r) for r in rows], [[0] * len(r) for r in rows], None)
+        tokenizer = getattr(self, "segment_tokenizer", None)
+        if tokenizer is None:
+            raise ValueError("generate() of a model with sentence / paragraph parts flags each new token with the "
+                             "directory's tokenizer: load the model with from_pretrained, or set "
+                             "model.segment_tokenizer")
+        indexers = [GenerationIndexer(tokenizer.segmenter, tokenizer.symbols, tokenizer.eos_token_id) for _ in rows]
+        pushed = [[indexer.push(token) for token in row] for indexer, row in zip(indexers, rows)]
+        if sentence_starts is None or paragraph_starts is None:
+            sentence = [[1] + [int(s) for s, _ in flags[1:]] for flags in pushed]
+            paragraph = [[1] + [int(p) for _, p in flags[1:]] for flags in pushed]
+        else:
+            sentence, paragraph = sentence_starts.long().tolist(), paragraph_starts.long().tolist()
+        return GenerationStream(sentence, paragraph, indexers)
+
     def prepare_inputs_for_generation(self, input_ids: Tensor, past_key_values: Optional[SegatronXLMemory] = None,
-                                      attention_mask: Optional[Tensor] = None, **kwargs):
-        """The whole prompt first, then only the last token, after the memory
-        of the tokens before it; without memory (``mem_len`` 0) the whole
-        sequence every step. transformers 5.24 passes the memory as ``cache``."""
+                                      attention_mask: Optional[Tensor] = None,
+                                      sentence_starts: Optional[Tensor] = None,
+                                      paragraph_starts: Optional[Tensor] = None, **kwargs):
+        """The prompts' last ``generation_window`` tokens first, then each new
+        token after the memory of the window's other tokens (fairseq's
+        incremental decoding); with ``window_end`` distances the whole window
+        every step. ``sentence_starts`` / ``paragraph_starts``: the prompts'
+        (B, T), e.g. ``**tokenizer(text, return_tensors="pt")``; without them
+        the prompts are flagged token by token. transformers 5.24 passes the
+        memory as ``cache``."""
         _check_unpadded(attention_mask)
-        past_key_values = _given_memory(past_key_values, kwargs)
-        if self.config.mem_len <= 0:
-            return {"input_ids": input_ids, "past_key_values": None, "use_cache": False}
-        if past_key_values is not None:
+        memory = _given_memory(past_key_values, kwargs)
+        stream = None if memory is None else memory.stream
+        if stream is None:
+            stream = self._prompt_stream(input_ids, sentence_starts, paragraph_starts)
+        else:
+            stream.push(input_ids[:, -1])
+        window = self.config.generation_window
+        causal = self.config.segment_distance_origin != "window_end" or \
+            not self.transformer.part_dims.keys() & {"sentence", "paragraph"}
+        if causal and memory is not None and memory.window is not None:
             input_ids = input_ids[:, -1:]
-        return {"input_ids": input_ids, "past_key_values": past_key_values, "use_cache": True}
+        else:
+            input_ids, memory = input_ids[:, -window:], None
+        sentence, paragraph = stream.starts(input_ids.size(1), input_ids.device)
+        return {"input_ids": input_ids, "sentence_starts": sentence, "paragraph_starts": paragraph,
+                "past_key_values": memory, "use_cache": True, "memory_length": window - 1 if causal else 0,
+                "generation_stream": stream}
 
     @staticmethod
     def _reorder_cache(past_key_values: SegatronXLMemory, beam_idx: Tensor) -> SegatronXLMemory:

@@ -67,6 +67,10 @@ def _hf(args) -> str:
         huggingface_bert.export(loaded.model.eval(), loaded.task.source_dictionary, words, args.out, facts,
                                 text_encoder)
         return args.out
+    elif model_name == "cross_thought":
+        huggingface_cross_thought.export(loaded.model.eval(), loaded.task.source_dictionary,
+                                         TextEncoder(args.data, loaded.task.source_dictionary), args.out, facts)
+        return args.out
     exporters[model_name].export(loaded.model.eval(), loaded.task.source_dictionary, words, args.out, facts)
     return args.out
 

@@ -151,17 +151,36 @@ def _cross_thought_checkpoint(tmp_path, native):
 
 @pytest.mark.parametrize("native", [False, True])
 def test_cross_thought_exports_with_an_encode_of_its_special_states(tmp_path, native):
+    """MLM logits and both encode outputs equal ours (a padded and a missing sequence); the tokenizer gives a
+    text's words alone, and pipeline("feature-extraction") on raw text gives the hub's encode (E, N x d) in
+    4.35.2 and the newest release."""
     from fairseq import checkpoint_utils
-    from transformers import AutoModelForMaskedLM, AutoTokenizer
+    from transformers import AutoModelForMaskedLM, AutoTokenizer, pipeline
+
+    from segatron_fairseq.models.cross_thought import CrossThoughtModel
 
     checkpoint = _cross_thought_checkpoint(tmp_path, native)
     run_cli("segatron-export", "hf", "--checkpoint", checkpoint, "--data", tmp_path / "bin", "--out", tmp_path / "hf")
     models, _, task = checkpoint_utils.load_model_ensemble_and_task([str(checkpoint)],
                                                                     arg_overrides={"data": str(tmp_path / "bin")})
     model = models[0].eval()
-    tokenizer = AutoTokenizer.from_pretrained(tmp_path / "hf")
-    assert tokenizer("w3 w17 w999", add_special_tokens=False)["input_ids"] == [
+    tokenizer = AutoTokenizer.from_pretrained(tmp_path / "hf", trust_remote_code=True)
+    assert tokenizer("w3  w17 w999")["input_ids"] == [
         task.dictionary.index("w3"), task.dictionary.index("w17"), task.dictionary.unk()]
+    texts = ["w3 w17 w5 w9", "w1 w2"]
+    hub = CrossThoughtModel.from_pretrained(str(checkpoint.parent), checkpoint.name, str(tmp_path / "bin"))
+    expected = hub.encode(texts)
+    extract = pipeline("feature-extraction", model=tmp_path / "hf", tokenizer=tokenizer, trust_remote_code=True)
+    for text, embedding in zip(texts, expected):
+        torch.testing.assert_close(torch.tensor(extract(text)[0]), embedding, rtol=0, atol=1e-5)
+    batch = tokenizer(texts, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        features = extract.model(**batch).sequence_embeddings
+    torch.testing.assert_close(features, expected, rtol=0, atol=1e-5)
+    newest_run = newest_tokenizer_and_pipeline(tmp_path, tmp_path / "hf", "feature-extraction", [(texts[0],)],
+                                               texts[0])
+    assert newest_run["tokenizer"][0]["input_ids"] == tokenizer(texts[0])["input_ids"]
+    torch.testing.assert_close(torch.tensor(newest_run["pipeline"][0]), expected[0], rtol=0, atol=1e-5)
     pad = task.dictionary.pad()
     tokens = torch.randint(4, 24, (2, 4, 7), generator=torch.Generator().manual_seed(3))
     tokens[0, 1, 5:] = pad  # a shorter sequence

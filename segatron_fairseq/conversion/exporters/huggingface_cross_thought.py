@@ -10,15 +10,16 @@
     encoder.final_layer           cross_thought.final_layer
     encoder.lm_head               cls.predictions
 (E = encoder.sentence_encoder). Words take positions N..N+L-1: the offset of
-training is 0, as in our evaluation. Pair classification heads are not
-exported.
+training is 0, as in our evaluation. The tokenizer gives a text's sub-words
+alone (``SegmentIndexTokenizer``'s ``sequence`` layout). Pair classification
+heads are not exported.
 """
 import os
 from typing import Dict, Optional
 
 from torch import Tensor
 
-from .huggingface_directory import layer_state, lm_head_state, tokenizer_files, warn_about_heads, write_directory
+from .huggingface_directory import index_tokenizer_files, layer_state, lm_head_state, warn_about_heads, write_directory
 from .model_card import CheckpointFacts
 
 REMOTE_CODE_DIR = os.path.join(os.path.dirname(__file__), "hf_cross_thought")
@@ -71,10 +72,12 @@ def _state(model) -> Dict[str, Tensor]:
     return state
 
 
-def export(model, dictionary, subwords, out_dir: str, facts: Optional[CheckpointFacts] = None) -> None:
+def export(model, dictionary, text_encoder, out_dir: str, facts: Optional[CheckpointFacts] = None) -> None:
+    """Write ``out_dir`` (which must not exist) with the tokenizer of ``text_encoder`` (the corpus's
+    ``TextEncoder``): each text one sequence of its sub-words, as the hub's ``encode`` reads it."""
     warn_about_heads(model)
     config = _config(model, dictionary)
-    files, copies = tokenizer_files(dictionary, subwords,
-                                    config["max_position_embeddings"] - config["num_special_tokens"])
+    files, copies = index_tokenizer_files(dictionary, text_encoder, "sequence",
+                                          config["max_position_embeddings"] - config["num_special_tokens"])
     copies.update({name: os.path.join(REMOTE_CODE_DIR, name) for name in REMOTE_CODE_FILES})
     write_directory(out_dir, config, _state(model), files, copies, facts)

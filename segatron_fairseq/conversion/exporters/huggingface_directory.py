@@ -83,8 +83,9 @@ def index_tokenizer_files(dictionary, text_encoder, layout: str, max_length: Opt
     which computes the segment indexes of raw text as ``text_encoder`` (a
     ``segatron_preprocess.text_encoder.TextEncoder`` of the corpus) does,
     running the binarizer's own modules shipped beside it; ``layout``:
-    ``encoder`` (SegaBERT) or ``stream`` (Segatron-XL). Returns (name -> text,
-    name -> file to copy)."""
+    ``encoder`` (SegaBERT), ``stream`` (Segatron-XL) or ``sequence``
+    (Cross-Thought: sub-words alone, no splitter). Returns (name -> text, name
+    -> file to copy)."""
     from segatron_preprocess import sentences
     from segatron_preprocess import subwords as kinds
 
@@ -106,9 +107,10 @@ def index_tokenizer_files(dictionary, text_encoder, layout: str, max_length: Opt
         config.update(subwords="wordpiece", cased=pieces.cased)
         copies["wordpiece-vocab.txt"] = pieces.vocab_path
     files = {"vocab.txt": "".join(symbol + "\n" for symbol in dictionary.symbols),
-             "punkt.json": json.dumps(sentences.params_to_json(text_encoder.segmenter.splitter._params)),
              "tokenizer_config.json": json.dumps(config, indent=2),
              **shipped_files(TEXT_LAYOUT_MODULES + ENCODER_LAYOUT_MODULES)}
+    if layout != "sequence":
+        files["punkt.json"] = json.dumps(sentences.params_to_json(text_encoder.segmenter.splitter._params))
     return files, copies
 
 

@@ -10,10 +10,14 @@ runs over the M sequences' states (Eq. 4-7); its outputs C replace the special
 states, one more layer reads each sequence (Eq. 8) and the MLM head predicts
 words (Eq. 9). ``encode`` returns C (or E with ``cross=False``).
 """
+from dataclasses import dataclass
+from typing import Optional
+
 import torch
 from torch import nn
 from transformers.modeling_outputs import MaskedLMOutput
 from transformers.models.bert.modeling_bert import BertEncoder, BertLayer, BertOnlyMLMHead, BertPreTrainedModel
+from transformers.utils import ModelOutput
 
 from .configuration_cross_thought import CrossThoughtConfig
 
@@ -22,6 +26,14 @@ def _run_layer(layer, hidden, mask):
     """BERT's layer on (S, K, d) with an additive mask: transformers 4 returns a tuple, 5 the tensor."""
     output = layer(hidden, attention_mask=mask)
     return output[0] if isinstance(output, tuple) else output
+
+
+@dataclass
+class CrossThoughtModelOutput(ModelOutput):
+    """``sequence_embeddings`` first: feature extraction returns the first field."""
+
+    sequence_embeddings: Optional[torch.FloatTensor] = None
+    last_hidden_state: Optional[torch.FloatTensor] = None
 
 
 class CrossThoughtPreTrainedModel(BertPreTrainedModel):
@@ -102,14 +114,30 @@ class CrossThoughtModel(CrossThoughtPreTrainedModel):
         cross-sequence Transformer (C), or before it (E, ``cross=False``)."""
         return self._states(input_ids, cross)[2]
 
-    def forward(self, input_ids, return_dict=True):
-        """(B, M, L) -> the words' final states (B, M, L, d) (Eq. 8)."""
+    def forward(self, input_ids, attention_mask=None, return_dict=True, **kwargs):
+        """(B, M, L) samples of M sequences, or (B, L) texts each read alone
+        (what the tokenizer gives) -> ``sequence_embeddings`` E (B, [M,] N, d),
+        the special states of each sequence read alone (Eq. 1-2; the hub's
+        ``encode``, what pipeline("feature-extraction") returns), and
+        ``last_hidden_state``, the words' final states (B, [M,] L, d) after the
+        cross-sequence Transformer (Eq. 8). Padding is the pad id; an
+        ``attention_mask`` must hide exactly those positions."""
+        texts = input_ids.dim() == 2
+        if attention_mask is not None and not torch.equal(attention_mask.eq(0), input_ids.eq(self.config.pad_token_id)):
+            raise ValueError("attention_mask must hide exactly the padding (the pad id) of input_ids")
+        if texts:
+            input_ids = input_ids[:, None]
         batch, num_sequences, length = input_ids.shape
         n = self.config.num_special_tokens
-        hidden, keep, cross = self._states(input_ids)
+        hidden, keep, _ = self._states(input_ids, cross=False)
+        embeddings = hidden[:, :n].reshape(batch, num_sequences, n, -1)
+        cross = self._cross(embeddings, input_ids.ne(self.config.pad_token_id).any(-1))
         hidden = torch.cat([cross.reshape(batch * num_sequences, n, -1), hidden[:, n:]], dim=1)
-        hidden = _run_layer(self.final_layer, hidden, self._mask(keep))
-        return hidden[:, n:].reshape(batch, num_sequences, length, -1)
+        words = _run_layer(self.final_layer, hidden, self._mask(keep))[:, n:].reshape(batch, num_sequences, length, -1)
+        if texts:
+            embeddings, words = embeddings[:, 0], words[:, 0]
+        output = CrossThoughtModelOutput(sequence_embeddings=embeddings, last_hidden_state=words)
+        return output if return_dict else output.to_tuple()
 
 
 class CrossThoughtForMaskedLM(CrossThoughtPreTrainedModel):
@@ -134,7 +162,7 @@ class CrossThoughtForMaskedLM(CrossThoughtPreTrainedModel):
 
     def forward(self, input_ids, labels=None):
         """``logits`` (B, M, L, V); with ``labels`` (-100: not scored) also the loss."""
-        logits = self.cls(self.cross_thought(input_ids))
+        logits = self.cls(self.cross_thought(input_ids).last_hidden_state)
         loss = None
         if labels is not None:
             loss = nn.functional.cross_entropy(logits.reshape(-1, logits.size(-1)), labels.reshape(-1))

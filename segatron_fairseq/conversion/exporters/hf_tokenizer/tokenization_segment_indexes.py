@@ -7,7 +7,7 @@ shipped beside this file (``units``, ``document_items``, ``indexer``,
 parameters (``punkt.json``) and rules split them into sentences, the corpus's
 sub-words (``sentencepiece.model``, ``wordpiece-vocab.txt`` or whitespace
 words) cut the sentences, and each symbol takes its id in the model's
-dictionary (``vocab.txt``). Two layouts (``layout`` in tokenizer_config.json):
+dictionary (``vocab.txt``). Three layouts (``layout`` in tokenizer_config.json):
 
 - ``encoder`` (SegaBERT, as ``SegaBERTModel.encode``): ``<s> text </s>`` with
   ``paragraph_index``, ``sentence_index``, ``token_index`` (``</s>`` of
@@ -19,6 +19,9 @@ dictionary (``vocab.txt``). Two layouts (``layout`` in tokenizer_config.json):
   tokens, with ``sentence_starts`` and ``paragraph_starts`` (1 at a token
   that starts a sentence / paragraph); a paragraph's ``</s>`` is kept, the
   last one only when the text ends with a line break.
+- ``sequence`` (Cross-Thought, as its hub's ``encode``): the text's sub-words
+  alone (no special tokens, no sentence split; ``<unk>`` for an empty text),
+  cut to the model's length; the model adds its N special tokens.
 
     tokenizer("First sentence . Second one .\\nA new paragraph .")
     {'input_ids': [...], 'paragraph_index': [0, 0, ..., 1, 1], 'sentence_index': [0, ..., 1, ..., 0], ...}
@@ -59,12 +62,13 @@ class SegmentIndexTokenizer(PreTrainedTokenizer):
                          "sentencepiece_model_file": "sentencepiece.model",
                          "wordpiece_vocab_file": "wordpiece-vocab.txt"}
 
-    def __init__(self, vocab_file, punkt_file, sentencepiece_model_file=None, wordpiece_vocab_file=None,
+    def __init__(self, vocab_file, punkt_file=None, sentencepiece_model_file=None, wordpiece_vocab_file=None,
                  subwords="none", cased=False, stream_style="fairseq", input_format="lines", layout="encoder",
                  index_table_sizes=None, bos_token="<s>", eos_token="</s>", pad_token="<pad>", unk_token="<unk>",
                  mask_token="<mask>", **kwargs):
-        if layout not in ("encoder", "stream"):
-            raise ValueError(f"layout {layout!r}: the tokenizer lays text out for an 'encoder' or a 'stream'")
+        if layout not in ("encoder", "stream", "sequence"):
+            raise ValueError(f"layout {layout!r}: the tokenizer lays text out for an 'encoder', a 'stream' or a "
+                             "'sequence'")
         with open(vocab_file, encoding="utf-8") as f:
             self.symbols = [line.rstrip("\n") for line in f if line.strip()]
         self.ids = {symbol: i for i, symbol in enumerate(self.symbols)}
@@ -75,8 +79,10 @@ class SegmentIndexTokenizer(PreTrainedTokenizer):
             pieces = WordPiece(wordpiece_vocab_file, cased, keep)
         else:
             pieces = Words()
-        with open(punkt_file, encoding="utf-8") as f:
-            splitter = load_params(params_from_json(json.load(f)))
+        splitter = None  # a sequence is not split into sentences
+        if punkt_file is not None:
+            with open(punkt_file, encoding="utf-8") as f:
+                splitter = load_params(params_from_json(json.load(f)))
         self.segmenter = Segmenter(splitter, pieces, split_headings=stream_style == "authors")
         self.files = {"vocab.txt": vocab_file, "punkt.json": punkt_file,
                       "sentencepiece.model": sentencepiece_model_file, "wordpiece-vocab.txt": wordpiece_vocab_file}
@@ -109,10 +115,10 @@ class SegmentIndexTokenizer(PreTrainedTokenizer):
 
     def build_inputs_with_special_tokens(self, token_ids_0: List[int],
                                          token_ids_1: Optional[List[int]] = None) -> List[int]:
-        if self.settings["layout"] == "stream":
+        if self.settings["layout"] != "encoder":
             if token_ids_1 is not None:
-                raise ValueError("a stream layout reads one text, not a pair")
-            return [self.eos_token_id] + token_ids_0
+                raise ValueError(f"a {self.settings['layout']} layout reads one text, not a pair")
+            return [self.eos_token_id] + token_ids_0 if self.settings["layout"] == "stream" else token_ids_0
         first = [self.bos_token_id] + token_ids_0 + [self.eos_token_id]
         return first if token_ids_1 is None else first + token_ids_1 + [self.eos_token_id]
 
@@ -175,10 +181,13 @@ class SegmentIndexTokenizer(PreTrainedTokenizer):
             limit = min(limit, max_length)
         rows = []
         for first, second in zip(texts, pairs):
-            if self.settings["layout"] == "stream":
-                if second is not None:
-                    raise ValueError("a stream layout reads one text, not a pair")
+            layout = self.settings["layout"]
+            if layout != "encoder" and second is not None:
+                raise ValueError(f"a {layout} layout reads one text, not a pair")
+            if layout == "stream":
                 row = self._stream_layout(first)
+            elif layout == "sequence":
+                row = {"input_ids": self.convert_tokens_to_ids(self._tokenize(first))[:limit] or [self.unk_token_id]}
             else:
                 row = self._encoder_layout(first, second, limit)
             if return_token_type_ids is False:

@@ -230,7 +230,8 @@ def test_generate_continues_a_text_with_the_tokens_of_fairseqs_sampler(tmp_path,
     each new token's from the indexer, at most mem_len + tgt_len keys a query (the prompt and the generated text
     run past that window), the window read again each step with window_end distances or no memory. Without the
     tokenizer's starts (as pipeline('text-generation') calls it) the prompt is flagged token by token, as
-    fairseq-generate forces it; here that gives the same tokens. Padded rows are refused."""
+    fairseq-generate forces it: its tokens are fairseq-generate's greedy search's (beam 1). Sampling with top-k,
+    top-p and a temperature draws the hub's tokens for the same seed. Padded rows are refused."""
     from transformers import AutoModelForCausalLM, AutoTokenizer, pipeline
 
     from segatron_fairseq.models.segatron_xl import SegatronXLModel
@@ -241,9 +242,8 @@ def test_generate_continues_a_text_with_the_tokens_of_fairseqs_sampler(tmp_path,
     run_cli("segatron-export", "hf", "--checkpoint", checkpoint, "--data", corpus, "--out", out)
     hub = SegatronXLModel.from_pretrained(str(checkpoint.parent), checkpoint.name, str(corpus))
     # window_end distances are not causal: the sampler reads the window again each token (incremental=False)
-    expected = hub.sample_tokens(PROMPT, max_len=steps, topk=1, incremental=case != "segatron_window_end")
-    if hub.task.dictionary.eos() in expected:  # generate() ends at </s>, the sampler goes on with a paragraph
-        expected = expected[:expected.index(hub.task.dictionary.eos()) + 1]
+    expected = _up_to_eos(hub.sample_tokens(PROMPT, max_len=steps, topk=1, incremental=case != "segatron_window_end"),
+                          hub.task.dictionary.eos())
     tokenizer = AutoTokenizer.from_pretrained(out, trust_remote_code=True)
     model = AutoModelForCausalLM.from_pretrained(out, trust_remote_code=True).eval()
     encoded = tokenizer(PROMPT, return_tensors="pt")
@@ -257,7 +257,25 @@ def test_generate_continues_a_text_with_the_tokens_of_fairseqs_sampler(tmp_path,
                                                                         do_sample=False)[0]["generated_text"]
     continuation = tokenizer.decode(generated[0, encoded["input_ids"].size(1):])
     assert text.startswith(PROMPT) and continuation.strip() and continuation.strip() in text
+    sampled = hub.sample_tokens(PROMPT, max_len=steps, topk=50, topp=0.95, temperature=3.0, seed=7,
+                                incremental=case != "segatron_window_end")
+    torch.manual_seed(7)  # the draws of transformers' sampler come from torch's global generator
+    with torch.no_grad():
+        drawn = model.generate(**encoded, max_new_tokens=steps, do_sample=True, top_k=50, top_p=0.95,
+                               temperature=3.0)[0, encoded["input_ids"].size(1):].tolist()
+    assert drawn == _up_to_eos(sampled, hub.task.dictionary.eos()) and len(set(drawn)) > 3
+    if case != "segatron_window_end":  # fairseq's SequenceGenerator decodes incrementally: causal distances only
+        # fairseq-generate's greedy search (the hub's generate, beam 1), its prefix the prompt without the leading
+        # </s>, flagged token by token: the tokens generate() gives without the tokenizer's starts
+        forced = hub.generate(PROMPT, beam=1, max_len_b=steps)[0][0]["tokens"].tolist()
+        assert flagged_by_indexer[0, 1:].tolist()[:len(forced)] == forced[:flagged_by_indexer.size(1) - 1]
     padded = torch.ones_like(encoded["input_ids"])
     padded[0, 0] = 0
     with pytest.raises(ValueError, match="attention_mask hides positions"):
         model.generate(encoded["input_ids"], attention_mask=padded, max_new_tokens=2)
+
+
+def _up_to_eos(tokens, eos):
+    """``tokens`` up to and including the first ``eos``: where generate() stops, while the hub's sampler goes on
+    with the next paragraph."""
+    return tokens[:tokens.index(eos) + 1] if eos in tokens else tokens

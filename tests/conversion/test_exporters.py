@@ -59,7 +59,7 @@ def test_segabert_exports_to_remote_code_that_transformers_loads(tmp_path):
         pair_inputs = {"input_ids": pair["src_tokens"], "token_type_ids": pair["token_type"],
                        **{f"{n}_index": pair[f"{n}_index"] for n in ("paragraph", "sentence", "token")}}
         torch.testing.assert_close(exported_mlm(**pair_inputs).logits, hub.model(**pair)[0], rtol=0, atol=1e-5)
-        filled = pipeline("fill-mask", model=exported_mlm, tokenizer=tokenizer, top_k=5)(masked)
+        filled = pipeline("fill-mask", model=str(tmp_path / "hf"), trust_remote_code=True, top_k=5)(masked)
     _assert_same_fillings(filled, expected, tokenizer)
     newest_run = newest_tokenizer_and_pipeline(tmp_path, tmp_path / "hf", "fill-mask", [(text,)], masked, top_k=5)
     _assert_same_layout(newest_run["tokenizer"][0], encoded)

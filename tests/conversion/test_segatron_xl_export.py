@@ -257,8 +257,8 @@ def test_generate_continues_a_text_with_the_tokens_of_fairseqs_sampler(tmp_path,
         assert generated[0, encoded["input_ids"].size(1):].tolist() == expected
         flagged_by_indexer = model.generate(encoded["input_ids"], max_new_tokens=steps, do_sample=False)
     assert flagged_by_indexer[0].tolist() == generated[0].tolist()
-    text = pipeline("text-generation", model=model, tokenizer=tokenizer)(PROMPT, max_new_tokens=steps,
-                                                                        do_sample=False)[0]["generated_text"]
+    text = pipeline("text-generation", model=str(out), trust_remote_code=True)(PROMPT, max_new_tokens=steps,
+                                                                             do_sample=False)[0]["generated_text"]
     continuation = tokenizer.decode(generated[0, encoded["input_ids"].size(1):])
     assert text.startswith(PROMPT) and continuation.strip() and continuation.strip() in text
     sampled = hub.sample_tokens(PROMPT, max_len=steps, topk=50, topp=0.95, temperature=3.0, seed=7,

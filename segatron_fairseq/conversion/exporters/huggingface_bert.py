@@ -20,6 +20,7 @@ from torch import Tensor
 from segatron_fairseq.conversion.bert_names import ACTIVATIONS
 
 from .huggingface_directory import (
+    INDEX_TOKENIZER_CLASS,
     index_tokenizer_files,
     layer_state,
     lm_head_state,
@@ -103,6 +104,7 @@ def export(model, dictionary, subwords, out_dir: str, facts: Optional[Checkpoint
         files, copies = index_tokenizer_files(dictionary, text_encoder, "encoder", config["max_position_embeddings"],
                                               sizes)
         copies.update({name: os.path.join(REMOTE_CODE_DIR, name) for name in REMOTE_CODE_FILES})
+        config["tokenizer_class"] = INDEX_TOKENIZER_CLASS
     else:
         files, copies = tokenizer_files(dictionary, subwords, config["max_position_embeddings"])
     write_directory(out_dir, config, _state(model, "segabert" if segabert else "bert", segabert), files, copies, facts)

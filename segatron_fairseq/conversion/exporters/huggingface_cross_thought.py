@@ -19,7 +19,14 @@ from typing import Dict, Optional
 
 from torch import Tensor
 
-from .huggingface_directory import index_tokenizer_files, layer_state, lm_head_state, warn_about_heads, write_directory
+from .huggingface_directory import (
+    INDEX_TOKENIZER_CLASS,
+    index_tokenizer_files,
+    layer_state,
+    lm_head_state,
+    warn_about_heads,
+    write_directory,
+)
 from .model_card import CheckpointFacts
 
 REMOTE_CODE_DIR = os.path.join(os.path.dirname(__file__), "hf_cross_thought")
@@ -76,7 +83,7 @@ def export(model, dictionary, text_encoder, out_dir: str, facts: Optional[Checkp
     """Write ``out_dir`` (which must not exist) with the tokenizer of ``text_encoder`` (the corpus's
     ``TextEncoder``): each text one sequence of its sub-words, as the hub's ``encode`` reads it."""
     warn_about_heads(model)
-    config = _config(model, dictionary)
+    config = {**_config(model, dictionary), "tokenizer_class": INDEX_TOKENIZER_CLASS}
     files, copies = index_tokenizer_files(dictionary, text_encoder, "sequence",
                                           config["max_position_embeddings"] - config["num_special_tokens"])
     copies.update({name: os.path.join(REMOTE_CODE_DIR, name) for name in REMOTE_CODE_FILES})

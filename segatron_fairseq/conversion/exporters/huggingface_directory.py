@@ -75,6 +75,9 @@ def tokenizer_files(dictionary, subwords, max_length: int) -> Tuple[Dict[str, st
 
 
 INDEX_TOKENIZER_CODE = os.path.join(os.path.dirname(__file__), "hf_tokenizer", "tokenization_segment_indexes.py")
+# in the model's config.json too: pipeline(task, model=DIR) loads a remote-code model's tokenizer only when its
+# config names one
+INDEX_TOKENIZER_CLASS = "SegmentIndexTokenizer"
 
 
 def index_tokenizer_files(dictionary, text_encoder, layout: str, max_length: Optional[int],
@@ -92,7 +95,7 @@ def index_tokenizer_files(dictionary, text_encoder, layout: str, max_length: Opt
     from .shipped_code import ENCODER_LAYOUT_MODULES, TEXT_LAYOUT_MODULES, shipped_files
 
     pieces = text_encoder.segmenter.subwords
-    config = {"tokenizer_class": "SegmentIndexTokenizer", "layout": layout,
+    config = {"tokenizer_class": INDEX_TOKENIZER_CLASS, "layout": layout,
               "index_table_sizes": table_sizes, "stream_style": text_encoder.stream_style,
               "input_format": "lines" if layout == "encoder" else text_encoder.raw_text_format,
               "subwords": "none", "cased": False, "clean_up_tokenization_spaces": False,

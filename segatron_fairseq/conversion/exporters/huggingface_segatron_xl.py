@@ -22,7 +22,7 @@ from typing import Dict, Optional
 
 from torch import Tensor
 
-from .huggingface_directory import index_tokenizer_files, write_directory
+from .huggingface_directory import INDEX_TOKENIZER_CLASS, index_tokenizer_files, write_directory
 from .model_card import CheckpointFacts
 from .shipped_code import GENERATION_MODULES, SEGATRON_XL_MODULES, shipped_files
 
@@ -102,7 +102,7 @@ def export(model, dictionary, out_dir: str, checkpoint: str, text_encoder, tgt_l
     tokenizer of ``text_encoder`` (the corpus's ``TextEncoder``: the stream layout and its starts);
     ``checkpoint``: its file, named by the errors; ``tgt_len``: its training segment length, which sets the
     window ``generate()`` decodes with. ``--compile-layers`` (a training speed-up) is dropped."""
-    config = _config(model.decoder, dictionary, tgt_len)
+    config = {**_config(model.decoder, dictionary, tgt_len), "tokenizer_class": INDEX_TOKENIZER_CLASS}
     files, copies = index_tokenizer_files(dictionary, text_encoder, "stream", None)
     copies.update({name: os.path.join(REMOTE_CODE_DIR, name) for name in REMOTE_CODE_FILES})
     files.update(shipped_files(SEGATRON_XL_MODULES + GENERATION_MODULES))

@@ -9,8 +9,9 @@ indexes of raw text exactly as the binarizer does.
 import dataclasses
 from typing import Iterable, Iterator, List, NamedTuple
 
-from . import sentences, units
 from .indexer import DocumentIndexer
+from .sentences import sentence_numbers
+from .units import BLANK, DOC_BREAK, HEADING, PARAGRAPH, TITLE, Unit
 
 
 @dataclasses.dataclass
@@ -21,12 +22,12 @@ class Segmenter:
     subwords: object  # subwords.Words, subwords.SentencePiece or subwords.WordPiece
     split_headings: bool = False  # --stream-style authors: titles and headings are split like text
 
-    def sentences(self, unit: units.Unit) -> List[List[str]]:
-        split = unit.kind == units.PARAGRAPH or (self.split_headings and unit.kind in (units.TITLE, units.HEADING))
+    def sentences(self, unit: Unit) -> List[List[str]]:
+        split = unit.kind == PARAGRAPH or (self.split_headings and unit.kind in (TITLE, HEADING))
         if not split or self.splitter is None:
             return [self.subwords.encode(unit.text)]
         words = unit.text.split(" ")
-        numbers = sentences.sentence_numbers(self.splitter, words)
+        numbers = sentence_numbers(self.splitter, words)
         grouped: List[List[str]] = [[] for _ in range(numbers[-1] + 1)]
         for word, number in zip(words, numbers):
             grouped[number].append(word)
@@ -61,10 +62,10 @@ class Item(NamedTuple):
     paragraph: List[int]
     sentence: List[int]
     token: List[int]
-    unit: units.Unit
+    unit: Unit
 
 
-def items(stream: Iterable[units.Unit], dictionary, segmenter: Segmenter, stream_style: str,
+def items(stream: Iterable[Unit], dictionary, segmenter: Segmenter, stream_style: str,
           stats: Stats) -> Iterator[Item]:
     """The items of a stream of units, as a split stores them, counting into
     ``stats``. ``dictionary``: a fairseq ``Dictionary``, or any object with its
@@ -74,14 +75,14 @@ def items(stream: Iterable[units.Unit], dictionary, segmenter: Segmenter, stream
     authors = stream_style == "authors"
     document_has_text = False
     for unit in stream:
-        if unit.kind == units.DOC_BREAK:
+        if unit.kind == DOC_BREAK:
             if not authors:
                 indexer.start_document()
             document_has_text = False
             continue
-        if unit.kind == units.BLANK and authors:
+        if unit.kind == BLANK and authors:
             continue
-        if unit.kind == units.BLANK:
+        if unit.kind == BLANK:
             ids = [eos]
             paragraph, sentence, token = indexer.blank_item()
         else:

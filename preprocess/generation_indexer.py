@@ -6,8 +6,8 @@ each new token as fairseq's sampling does.
 """
 from typing import List, Sequence, Tuple
 
-from . import sentences
 from .document_items import Segmenter
+from .sentences import sentence_numbers
 
 
 class GenerationIndexer:
@@ -52,7 +52,7 @@ class GenerationIndexer:
         words = self.segmenter.subwords.words_of(self.paragraph)
         if words is None:  # a piece inside a word
             return False, False
-        sentences_now = sentences.sentence_numbers(self.segmenter.splitter, words)[-1]
+        sentences_now = sentence_numbers(self.segmenter.splitter, words)[-1]
         if sentences_now > self.sentences_seen:
             self.sentences_seen = sentences_now
             return True, False

@@ -1,7 +1,7 @@
 """Raw text -> items, exactly as ``segatron-preprocess`` binarized a corpus:
 the directory's own sentence splitter (checked against the sha256 it
 recorded), sub-word model, dictionary and stream style, through the same
-readers, segmenter and indexer (``binarize.items``). For scoring and
+readers, segmenter and indexer (``document_items.items``). For scoring and
 generating with a model trained on that corpus."""
 import os
 from dataclasses import dataclass

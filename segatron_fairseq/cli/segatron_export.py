@@ -62,7 +62,7 @@ def _hf(args) -> str:
     words = subwords.of_corpus(args.data, read_metadata(args.data))
     if model_name == "segabert" and huggingface_albert.is_albert(loaded.model.args):
         exporters[model_name] = huggingface_albert  # a factorized embedding or shared layers
-    elif model_name == "segabert":  # SegaBERT's tokenizer computes the indexes as our text encoder does
+    elif model_name == "segabert" and loaded.model.encoder.segment_positions:  # its tokenizer computes the indexes
         text_encoder = TextEncoder(args.data, loaded.task.source_dictionary, keep=(MASK_SYMBOL,))
         huggingface_bert.export(loaded.model.eval(), loaded.task.source_dictionary, words, args.out, facts,
                                 text_encoder)

@@ -3,7 +3,7 @@
 The prompt is fed as a stream (``</s>`` first, then its tokens with their
 sentence / paragraph starts); every new token is drawn from the model's
 distribution after the last one (temperature, then top-k and top-p), and its
-starts come from ``flags_of`` (``segatron_preprocess.text_encoder.
+starts come from ``flags_of`` (``segatron_preprocess.generation_indexer.
 GenerationIndexer.push``: the binarizer's rules for a token that arrives
 alone). The window a query sees is capped at ``max_keys`` positions (the
 training memory plus segment length), dropping the oldest.

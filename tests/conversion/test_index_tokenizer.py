@@ -36,8 +36,9 @@ def corpus(tmp_path_factory):
     return directory / "bin", directory / "valid.txt"
 
 
-def _tokenizer(directory, corpus_dir, layout):
-    """``AutoTokenizer`` of the files ``index_tokenizer_files`` writes for the corpus."""
+def _tokenizer(directory, corpus_dir, layout, mask=True):
+    """``AutoTokenizer`` of the files ``index_tokenizer_files`` writes for the corpus (its dictionary with
+    ``<mask>`` appended, as the masked-LM tasks append it, when ``mask``)."""
     import shutil
 
     from fairseq.data import Dictionary
@@ -47,7 +48,8 @@ def _tokenizer(directory, corpus_dir, layout):
     from segatron_preprocess.text_encoder import TextEncoder
 
     dictionary = Dictionary.load(str(corpus_dir / "dict.txt"))
-    dictionary.add_symbol("<mask>")
+    if mask:
+        dictionary.add_symbol("<mask>")
     files, copies = index_tokenizer_files(dictionary, TextEncoder(str(corpus_dir), dictionary, keep=("<mask>",)),
                                           layout, 512, {"paragraph": 50, "sentence": 100, "token": 256})
     directory.mkdir()
@@ -121,13 +123,47 @@ def test_batches_are_padded_in_every_key_and_bad_input_is_refused(tmp_path, corp
     assert batch["sentence_index"][1].tolist() == long["sentence_index"]
     assert batch["sentence_index"][0].tolist() == short["sentence_index"] + [0] * (width - len(short["input_ids"]))
     assert batch["attention_mask"][0].sum() == len(short["input_ids"])
+    tokenizer.padding_side = "left"
+    left = tokenizer(["It grew .", "Mr. Smith fished . It grew ."], padding=True)
+    missing = width - len(short["input_ids"])
+    assert left["sentence_index"][0] == [0] * missing + short["sentence_index"]
+    assert left["attention_mask"][0] == [0] * missing + [1] * len(short["input_ids"])
     with pytest.raises(ValueError, match="holds no words"):
         tokenizer("   ")
-    with pytest.raises(TypeError, match="return_offsets"):
-        tokenizer("It grew .", return_offsets_mapping=True)
+    for option in ("return_offsets_mapping", "return_overflowing_tokens", "is_split_into_words"):
+        with pytest.raises(TypeError, match=option):
+            tokenizer("It grew .", **{option: True})
+    with pytest.raises(ValueError, match="longest_first"):
+        tokenizer("It grew .", "It did .", truncation="only_second", max_length=5)
+    with pytest.raises(TypeError, match="both lists"):
+        tokenizer(["It grew .", "It did ."], "ab")
     stream, _ = _tokenizer(tmp_path / "stream", corpus_dir, "stream")
     with pytest.raises(ValueError, match="not a pair"):
         stream("It grew .", "It did .")
+    with pytest.raises(ValueError, match="not cut"):
+        stream("It grew . It did .", truncation=True, max_length=3)
+    streams = stream(["It grew .", "Mr. Smith fished . It grew ."], padding=True)
+    assert streams["paragraph_starts"][0] == stream("It grew .")["paragraph_starts"] + [0] * (
+        len(streams["input_ids"][1]) - len(stream("It grew .")["input_ids"]))
+
+
+@pytest.mark.parametrize("layout", ["encoder", "stream", "sequence"])
+def test_a_saved_tokenizer_loads_again_and_lays_text_out_alike(tmp_path, corpus, layout):
+    from transformers import AutoTokenizer
+
+    corpus_dir, _ = corpus
+    tokenizer, _ = _tokenizer(tmp_path / "exported", corpus_dir, layout)
+    tokenizer.save_pretrained(tmp_path / "saved")
+    again = AutoTokenizer.from_pretrained(tmp_path / "saved", trust_remote_code=True)
+    text = "Mr. Smith fished at St. Mary 's Bay . It grew .\nThe larva hides ."
+    assert dict(again(text)) == dict(tokenizer(text))
+
+
+def test_a_dictionary_without_mask_has_no_mask_token(tmp_path, corpus):
+    """A causal LM's dictionary has no <mask>: the tokenizer names none (never an id past the table)."""
+    corpus_dir, _ = corpus
+    tokenizer, dictionary = _tokenizer(tmp_path / "stream", corpus_dir, "stream", mask=False)
+    assert tokenizer.mask_token is None and max(tokenizer("It <mask> .")["input_ids"]) < len(dictionary)
 
 
 def test_shipped_text_modules_import_no_plugin_fairseq_or_torch(tmp_path, corpus):

@@ -46,7 +46,7 @@ def corpus(tmp_path_factory):
 
 def _random_checkpoint(directory, corpus, options):
     """A segatron_xl checkpoint of ``options`` (fairseq-train's) with the corpus's dictionary, every tensor
-    moved off its initialisation by N(0, 0.1) (LayerNorms, biases, u / v, adaptive softmax biases all differ
+    moved off its (seeded) initialisation by N(0, 0.1) (LayerNorms, biases, u / v, adaptive softmax biases all differ
     from their starting values)."""
     from fairseq import options as fairseq_options
     from fairseq import tasks
@@ -61,6 +61,7 @@ def _random_checkpoint(directory, corpus, options):
                                                [str(corpus), "--user-dir", PLUGIN_DIR, "--task", "segatron_lm",
                                                 *options])
     task = tasks.setup_task(convert_namespace_to_omegaconf(args).task)
+    torch.manual_seed(0)  # the same model in every run
     model = task.build_model(convert_namespace_to_omegaconf(args).model)
     generator = torch.Generator().manual_seed(3)
     state = {name: value + 0.1 * torch.randn(value.shape, generator=generator) if value.is_floating_point()
@@ -229,14 +230,16 @@ GENERATION_CASES = {"segatron_query": (["--arch", "segatron_xl_tiny", "--mem-len
 
 
 @pytest.mark.parametrize("case", GENERATION_CASES)
-def test_generate_continues_a_text_with_the_tokens_of_fairseqs_sampler(tmp_path, corpus, case):
+def test_generate_continues_a_text_with_the_tokens_of_fairseqs_sampler(tmp_path, corpus, case, monkeypatch):
     """Greedy generate() on the exported tokenizer's layout of a raw prompt gives the tokens of the fairseq hub's
     sampler (top-1, which never draws <pad> or <s>) for the same prompt: the prompt's starts from the tokenizer,
     each new token's from the indexer, at most mem_len + tgt_len keys a query (the prompt and the generated text
     run past that window), the window read again each step with window_end distances or no memory. Without the
     tokenizer's starts (as pipeline('text-generation') calls it) the prompt is flagged token by token, as
     fairseq-generate forces it: its tokens are fairseq-generate's greedy search's (beam 1). Sampling with top-k,
-    top-p and a temperature draws the hub's tokens for the same seed. Padded rows are refused."""
+    top-p and a temperature draws the hub's tokens for the same seed; plain sampling, past </s>, draws every token
+    from the hub's distribution (1e-5 in each log-probability), through new sentences and paragraphs whose starts
+    the indexer gives. Padded rows are refused."""
     from transformers import AutoModelForCausalLM, AutoTokenizer, pipeline
 
     from segatron_fairseq.models.segatron_xl import SegatronXLModel
@@ -269,6 +272,7 @@ def test_generate_continues_a_text_with_the_tokens_of_fairseqs_sampler(tmp_path,
         drawn = model.generate(**encoded, max_new_tokens=steps, do_sample=True, top_k=50, top_p=0.95,
                                temperature=3.0)[0, encoded["input_ids"].size(1):].tolist()
     assert drawn == _up_to_eos(sampled, hub.task.dictionary.eos()) and len(set(drawn)) > 3
+    _assert_sampled_from_the_hubs_distributions(hub, model, encoded, steps, case, monkeypatch)
     if case != "segatron_window_end":  # fairseq's SequenceGenerator decodes incrementally: causal distances only
         # fairseq-generate's greedy search (the hub's generate, beam 1), its prefix the prompt without the leading
         # </s>, flagged token by token: the tokens generate() gives without the tokenizer's starts
@@ -280,7 +284,79 @@ def test_generate_continues_a_text_with_the_tokens_of_fairseqs_sampler(tmp_path,
         model.generate(encoded["input_ids"], attention_mask=padded, max_new_tokens=2)
 
 
+def _assert_sampled_from_the_hubs_distributions(hub, model, encoded, steps, case, monkeypatch):
+    """Sampling at temperature 3 (the random models' distributions are sharp; seed 1; transformers' default
+    top-k of 50 turned off, not stopping at </s>): the hub's tokens, each drawn from the hub's distribution at
+    that step (its log-probabilities recorded as its sampler draws them, over the temperature, <pad> and <s> left
+    out as both samplers leave them out); the sample ends a paragraph and starts sentences, so the indexer's
+    flags of new tokens took part."""
+    from segatron_fairseq.generation import sampling
+
+    recorded, draw = [], sampling.next_token
+    monkeypatch.setattr(sampling, "next_token", lambda lprobs, *rest: recorded.append(lprobs.float()) or
+                        draw(lprobs, *rest))
+    ours = hub.sample_tokens(PROMPT, max_len=steps, temperature=3.0, seed=1,
+                             incremental=case != "segatron_window_end")
+    monkeypatch.undo()
+    # past </s>: eos_token_id=None given to generate() falls back on generation_config.json's in 4.35.2
+    monkeypatch.setattr(model.generation_config, "eos_token_id", None)
+    torch.manual_seed(1)
+    with torch.no_grad():
+        theirs = model.generate(**encoded, max_new_tokens=steps, do_sample=True, top_k=0, temperature=3.0,
+                                output_scores=True, return_dict_in_generate=True)
+    monkeypatch.undo()
+    assert theirs.sequences[0, encoded["input_ids"].size(1):].tolist() == ours
+    dictionary = hub.task.dictionary
+    expected = torch.stack(recorded) / 3.0
+    expected[:, [dictionary.pad(), dictionary.bos()]] = float("-inf")
+    expected = expected.log_softmax(dim=-1)
+    drawn_from = torch.stack([step[0] for step in theirs.scores]).float().log_softmax(dim=-1)
+    finite = torch.isfinite(expected)
+    assert torch.equal(finite, torch.isfinite(drawn_from))
+    torch.testing.assert_close(drawn_from[finite], expected[finite], rtol=0, atol=1e-5)
+    indexer = hub.encoder.generation_indexer()
+    prompt = hub._prompt(PROMPT, None).tokens.tolist()
+    flags = [indexer.push(token) for token in prompt + ours][len(prompt):]
+    assert dictionary.eos() in ours and sum(s for s, _ in flags) >= 2 and any(p for _, p in flags)
+
+
 def _up_to_eos(tokens, eos):
     """``tokens`` up to and including the first ``eos``: where generate() stops, while the hub's sampler goes on
     with the next paragraph."""
     return tokens[:tokens.index(eos) + 1] if eos in tokens else tokens
+
+
+def test_generate_continues_after_a_given_memory_and_a_resaved_model_loads_again(tmp_path, corpus):
+    """generate(past_key_values=the memory after text A) reads the prompt B after it: its first scores are those of
+    reading B after A. A model written by save_pretrained loads again: without tokenizer files it reads text and
+    generate() asks for its tokenizer; with the tokenizer saved beside it, it generates as before."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    checkpoint = _random_checkpoint(tmp_path / "model", corpus, GENERATION_CASES["segatron_query"][0])
+    out = tmp_path / "hf_given_memory"
+    run_cli("segatron-export", "hf", "--checkpoint", checkpoint, "--data", corpus, "--out", out)
+    tokenizer = AutoTokenizer.from_pretrained(out, trust_remote_code=True)
+    model = AutoModelForCausalLM.from_pretrained(out, trust_remote_code=True).eval()
+    before = tokenizer("Mr. Smith fished near St. Mary 's Bay .\n", return_tensors="pt")
+    prompt = tokenizer("The lobster lives near the coast of Norway . It hides", return_tensors="pt")
+    with torch.no_grad():
+        after_a = model(**prompt, past_key_values=model(**before).past_key_values).logits[0, -1]
+        generated = model.generate(**prompt, past_key_values=model(**before).past_key_values, max_new_tokens=5,
+                                   do_sample=False, output_scores=True, return_dict_in_generate=True)
+        alone = model.generate(**prompt, max_new_tokens=5, do_sample=False, output_scores=True,
+                               return_dict_in_generate=True)
+    suppressed = [model.config.pad_token_id, model.config.bos_token_id]
+    expected = after_a.clone()
+    expected[suppressed] = float("-inf")
+    torch.testing.assert_close(generated.scores[0][0], expected, rtol=0, atol=1e-5)
+    assert not torch.allclose(alone.scores[0][0], expected)  # the memory mattered
+    model.save_pretrained(tmp_path / "resaved")
+    bare = AutoModelForCausalLM.from_pretrained(tmp_path / "resaved", trust_remote_code=True).eval()
+    with torch.no_grad():
+        torch.testing.assert_close(bare(**prompt).logits, model(**prompt).logits, rtol=0, atol=0)
+    with pytest.raises(ValueError, match="segment_tokenizer"):
+        bare.generate(prompt["input_ids"], max_new_tokens=2)
+    tokenizer.save_pretrained(tmp_path / "resaved")
+    again = AutoModelForCausalLM.from_pretrained(tmp_path / "resaved", trust_remote_code=True).eval()
+    with torch.no_grad():
+        assert again.generate(**prompt, max_new_tokens=5, do_sample=False).tolist() == alone.sequences.tolist()

@@ -41,7 +41,11 @@ class SegatronXLConfig(PretrainedConfig):
         self.adaptive_softmax_bias = adaptive_softmax_bias
         self.tie_adaptive_weights = tie_adaptive_weights
         self.tie_adaptive_proj = tie_adaptive_proj
-        self.generation_window = generation_window or (mem_len if same_length else mem_len + 150)
+        if generation_window is None:
+            generation_window = mem_len if same_length else mem_len + 150
+        if generation_window < 1:
+            raise ValueError(f"generation_window {generation_window}: a query sees at least itself")
+        self.generation_window = generation_window
         # explicit: transformers 5 has no default, and the output layer (when there is no adaptive softmax)
         # reads the token table itself rather than a tied copy
         super().__init__(tie_word_embeddings=tie_word_embeddings, **kwargs)

@@ -24,6 +24,7 @@ the tokenizer's files by ``from_pretrained``). With the authors'
 ``window_end`` distances, which are not causal, every step reads the whole
 window again.
 """
+import logging
 from typing import List, Optional, Tuple
 
 import torch
@@ -225,6 +226,12 @@ class SegatronXLPreTrainedModel(PreTrainedModel):
                 nn.init.zeros_(bias)
 
 
+logger = logging.getLogger(__name__)
+# from_pretrained's options that say where and how to fetch files, passed on to the tokenizer
+_HUB_OPTIONS = ("cache_dir", "revision", "token", "use_auth_token", "local_files_only", "force_download", "proxies",
+                "subfolder")
+
+
 def _given_memory(past_key_values: Optional[SegatronXLMemory], kwargs: dict) -> Optional[SegatronXLMemory]:
     """The memory passed as ``past_key_values`` or, by transformers 5.24's generate(), as ``cache``."""
     return past_key_values if past_key_values is not None else kwargs.pop("cache", None)
@@ -345,10 +352,13 @@ class SegatronXLForCausalLM(SegatronXLPreTrainedModel, GenerationMixin):
         (``segment_tokenizer``; a model without segment parts needs none)."""
         model = super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
         if model.transformer.part_dims.keys() & {"sentence", "paragraph"}:
-            hub_options = {key: kwargs[key] for key in ("cache_dir", "revision", "token", "local_files_only")
-                           if key in kwargs}
-            model.segment_tokenizer = SegmentIndexTokenizer.from_pretrained(pretrained_model_name_or_path,
-                                                                            **hub_options)
+            hub_options = {key: kwargs[key] for key in _HUB_OPTIONS if key in kwargs}
+            try:
+                model.segment_tokenizer = SegmentIndexTokenizer.from_pretrained(pretrained_model_name_or_path,
+                                                                                **hub_options)
+            except (OSError, TypeError, ValueError) as err:  # e.g. a directory written by model.save_pretrained
+                logger.warning(f"{pretrained_model_name_or_path}: no tokenizer files ({err}); the model reads and "
+                               "scores, and generate() needs model.segment_tokenizer set")
         return model
 
     def _prompt_stream(self, input_ids: Tensor, sentence_starts: Optional[Tensor],
@@ -377,27 +387,33 @@ class SegatronXLForCausalLM(SegatronXLPreTrainedModel, GenerationMixin):
     def prepare_inputs_for_generation(self, input_ids: Tensor, past_key_values: Optional[SegatronXLMemory] = None,
                                       attention_mask: Optional[Tensor] = None,
                                       sentence_starts: Optional[Tensor] = None,
-                                      paragraph_starts: Optional[Tensor] = None, **kwargs):
-        """The prompts' last ``generation_window`` tokens first, then each new
-        token after the memory of the window's other tokens (fairseq's
-        incremental decoding); with ``window_end`` distances the whole window
-        every step. ``sentence_starts`` / ``paragraph_starts``: the prompts'
-        (B, T), e.g. ``**tokenizer(text, return_tensors="pt")``; without them
-        the prompts are flagged token by token. transformers 5.24 passes the
-        memory as ``cache``."""
+                                      paragraph_starts: Optional[Tensor] = None,
+                                      cache: Optional[SegatronXLMemory] = None, **kwargs):
+        """The prompts' last ``generation_window`` tokens first (after a memory
+        given to ``generate()``, e.g. of the text before), then each new token
+        after the memory of the window's other tokens (fairseq's incremental
+        decoding); with ``window_end`` distances the whole window every step.
+        ``sentence_starts`` / ``paragraph_starts``: the prompts' (B, T), e.g.
+        ``**tokenizer(text, return_tensors="pt")``; without them the prompts
+        are flagged token by token. transformers 5.24 passes the memory as
+        ``cache``."""
         _check_unpadded(attention_mask)
-        memory = _given_memory(past_key_values, kwargs)
+        memory = past_key_values if past_key_values is not None else cache
         stream = None if memory is None else memory.stream
-        if stream is None:
-            stream = self._prompt_stream(input_ids, sentence_starts, paragraph_starts)
-        else:
-            stream.push(input_ids[:, -1])
         window = self.config.generation_window
         causal = self.config.segment_distance_origin != "window_end" or \
             not self.transformer.part_dims.keys() & {"sentence", "paragraph"}
-        if causal and memory is not None and memory.window is not None:
+        if stream is None:  # the prompts
+            if memory is not None and not causal:
+                raise ValueError("generate() with window_end distances reads its whole window again at each step: "
+                                 "it cannot continue after a memory; give the earlier text in the prompt")
+            stream = self._prompt_stream(input_ids, sentence_starts, paragraph_starts)
+            input_ids = input_ids[:, -window:]
+        elif causal:
+            stream.push(input_ids[:, -1])
             input_ids = input_ids[:, -1:]
         else:
+            stream.push(input_ids[:, -1])
             input_ids, memory = input_ids[:, -window:], None
         sentence, paragraph = stream.starts(input_ids.size(1), input_ids.device)
         return {"input_ids": input_ids, "sentence_starts": sentence, "paragraph_starts": paragraph,

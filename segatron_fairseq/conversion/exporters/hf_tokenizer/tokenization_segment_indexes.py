@@ -54,7 +54,7 @@ from .levels import fit_to_table  # noqa: F401,E402  isort: skip
 ENCODER_KEYS = ("paragraph_index", "sentence_index", "token_index")
 STREAM_KEYS = ("sentence_starts", "paragraph_starts")
 # options of transformers' tokenizers that change nothing here (the layout holds its own special tokens)
-_IGNORED_OPTIONS = {"verbose", "add_special_tokens", "padding_side"}
+_IGNORED_OPTIONS = {"verbose", "add_special_tokens"}
 
 
 class SegmentIndexTokenizer(PreTrainedTokenizer):
@@ -72,7 +72,10 @@ class SegmentIndexTokenizer(PreTrainedTokenizer):
         with open(vocab_file, encoding="utf-8") as f:
             self.symbols = [line.rstrip("\n") for line in f if line.strip()]
         self.ids = {symbol: i for i, symbol in enumerate(self.symbols)}
-        keep = (mask_token,) if mask_token in self.ids else ()
+        if mask_token not in self.ids:
+            mask_token = None  # a dictionary without <mask> (a causal LM's)
+        # a sequence is cut into sub-words as Cross-Thought's hub cuts it: a literal <mask> too
+        keep = (mask_token,) if mask_token is not None and layout != "sequence" else ()
         if subwords == "sentencepiece":
             pieces = SentencePiece(sentencepiece_model_file, keep)
         elif subwords == "wordpiece":
@@ -88,6 +91,8 @@ class SegmentIndexTokenizer(PreTrainedTokenizer):
                       "sentencepiece.model": sentencepiece_model_file, "wordpiece-vocab.txt": wordpiece_vocab_file}
         self.settings = {"subwords": subwords, "cased": cased, "stream_style": stream_style,
                          "input_format": input_format, "layout": layout, "index_table_sizes": index_table_sizes}
+        for alias in ("cls_token", "sep_token"):  # <s> and </s> again, as save_pretrained wrote them
+            kwargs.pop(alias, None)
         super().__init__(bos_token=bos_token, cls_token=bos_token, eos_token=eos_token, sep_token=eos_token,
                          pad_token=pad_token, unk_token=unk_token, mask_token=mask_token, subwords=subwords,
                          cased=cased, stream_style=stream_style, input_format=input_format, layout=layout,
@@ -163,21 +168,29 @@ class SegmentIndexTokenizer(PreTrainedTokenizer):
                  pad_to_multiple_of=None, **kwargs) -> BatchEncoding:
         """The layout of a text or a pair (lists of them for a batch); keys as
         the module doc says, with ``attention_mask`` (and ``token_type_ids``
-        for the encoder layout). ``max_length`` with ``truncation`` shortens
-        an encoder layout below the model's length; ``padding`` pads every key
-        (the indexes with 0). Options it cannot honour (offsets, overflowing
-        windows, words given pre-split) are refused."""
+        for the encoder layout). ``max_length`` (unless ``truncation`` is
+        False) shortens an encoder layout or a sequence below the model's
+        length, the longest text of a pair first; a stream is never cut.
+        ``padding`` pads every key (the indexes with 0), on ``padding_side``.
+        Options it cannot honour (offsets, overflowing windows, words given
+        pre-split, other truncation strategies) are refused."""
         unknown = {key for key, value in kwargs.items() if key not in _IGNORED_OPTIONS and value not in (None, False)}
         if unknown:
             raise TypeError(f"{type(self).__name__} does not take {', '.join(sorted(unknown))}")
         batched = isinstance(text, (list, tuple))
         texts = list(text) if batched else [text]
+        if text_pair is not None and isinstance(text_pair, (list, tuple)) != batched:
+            raise TypeError("text and text_pair must both be strings or both lists of strings")
         pairs = (list(text_pair) if batched else [text_pair]) if text_pair is not None else [None] * len(texts)
         if len(pairs) != len(texts) or not all(isinstance(t, str) for t in texts) or \
                 not all(p is None or isinstance(p, str) for p in pairs):
             raise TypeError("text (and text_pair) must be a string or a list of strings of equal lengths")
+        if truncation not in (None, False, True, "do_not_truncate", "longest_first"):
+            raise ValueError(f"truncation={truncation!r}: the layout shortens the longest text (longest_first)")
         limit = self.model_max_length
-        if truncation not in (None, False, "do_not_truncate") and max_length is not None:
+        if max_length is not None and truncation not in (False, "do_not_truncate"):
+            if self.settings["layout"] == "stream":
+                raise ValueError("a stream is not cut: read a long text in segments, with the memory")
             limit = min(limit, max_length)
         rows = []
         for first, second in zip(texts, pairs):
@@ -197,8 +210,9 @@ class SegmentIndexTokenizer(PreTrainedTokenizer):
                                                                           already_has_special_tokens=True)
             rows.append(row)
         encoded = {key: [row[key] for row in rows] for key in rows[0]} if batched else rows[0]
+        side = {"padding_side": kwargs["padding_side"]} if kwargs.get("padding_side") else {}  # transformers 5's
         padded = self.pad(encoded, padding=padding, max_length=max_length, pad_to_multiple_of=pad_to_multiple_of,
-                          return_attention_mask=return_attention_mask)
+                          return_attention_mask=return_attention_mask, **side)
         # one text with return_tensors: a batch of one, (1, T), as transformers' tokenizers give it
         return BatchEncoding(dict(padded), tensor_type=return_tensors, prepend_batch_axis=not batched)
 

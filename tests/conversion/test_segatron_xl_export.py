@@ -5,12 +5,14 @@ with its sentence / paragraph starts and the memory it returns, and gives the lo
 the vocabulary that the fairseq model gives reading the same segments in eval mode with its memory (1e-5), so
 the perplexity is the same."""
 import ast
+import json
 import math
 from pathlib import Path
 
 import pytest
 import torch
 from conftest import binarized_wikitext, run_cli
+from test_importers import SEGATRON_XL, in_their_output_order, needs_authors_fixture
 from transformers_newest import newest_causal_lm_runs
 
 TGT_LEN = 40
@@ -360,3 +362,36 @@ def test_generate_continues_after_a_given_memory_and_a_resaved_model_loads_again
     again = AutoModelForCausalLM.from_pretrained(tmp_path / "resaved", trust_remote_code=True).eval()
     with torch.no_grad():
         assert again.generate(**prompt, max_new_tokens=5, do_sample=False).tolist() == alone.sequences.tolist()
+
+
+@needs_authors_fixture
+def test_the_authors_imported_segatron_xl_exported_reproduces_their_nll(tmp_path):
+    """The authors' Segatron-XL (window_end distances, adaptive input and softmax with tied projections, shared
+    u / v), imported, then exported: reading their segments with the memory it returns, the Hugging Face model
+    gives the NLL of every token that their code computed (1e-5)."""
+    from transformers import AutoModelForCausalLM
+
+    from segatron_fairseq.conversion.importers.vocabulary import map_vocabulary, read_words
+
+    run_cli("segatron-import", "authors-segatron-xl", "--state", SEGATRON_XL / "model_state.pt", "--config",
+            SEGATRON_XL / "config.json", "--vocab", SEGATRON_XL / "vocab.txt", "--out", tmp_path / "imported")
+    words = [w.strip() for w in (SEGATRON_XL / "vocab.txt").read_text().splitlines()][1:]
+    (tmp_path / "text.txt").write_text("\n".join(" ".join(words[i:i + 9]) + " ." for i in range(0, 90, 9)) + "\n")
+    run_cli("segatron-preprocess", "--input-format", "lines", "--trainpref", tmp_path / "text.txt", "--srcdict",
+            tmp_path / "imported" / "dict.txt", "--destdir", tmp_path / "bin")
+    run_cli("segatron-export", "hf", "--checkpoint", tmp_path / "imported" / "checkpoint.pt", "--data",
+            tmp_path / "bin", "--out", tmp_path / "hf_authors")
+    model = AutoModelForCausalLM.from_pretrained(tmp_path / "hf_authors", trust_remote_code=True).eval()
+    config = json.loads((SEGATRON_XL / "config.json").read_text())
+    index = map_vocabulary(read_words(str(SEGATRON_XL / "vocab.txt")), config["cutoffs"], "vocab").index
+    memory = None
+    with torch.no_grad():
+        for segment, their_nll in zip(torch.load(SEGATRON_XL / "inputs.pt", weights_only=False),
+                                      torch.load(SEGATRON_XL / "expected.pt", weights_only=False)["nll"]):
+            output = model(index[segment["data"].t()], sentence_starts=segment["sentence_starts"].t(),
+                           paragraph_starts=segment["paragraph_starts"].t(), past_key_values=memory)
+            memory = output.past_key_values
+            log_probs = output.logits.log_softmax(dim=-1)
+            nll = -log_probs.gather(-1, index[segment["target"].t()][..., None])[..., 0].t()
+            torch.testing.assert_close(in_their_output_order(nll, segment["target"], config["cutoffs"]), their_nll,
+                                       rtol=0, atol=1e-5)

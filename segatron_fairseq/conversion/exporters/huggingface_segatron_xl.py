@@ -46,7 +46,7 @@ def _config(decoder, dictionary, tgt_len: int) -> Dict:
             "pre_norm": cfg.pre_norm, "mem_len": cfg.mem_len, "clamp_len": cfg.clamp_len,
             "same_length": cfg.same_length, "per_layer_position_biases": decoder.content_bias.size(0) > 1,
             "sentence_part": "sentence" in decoder.part_dims, "paragraph_part": "paragraph" in decoder.part_dims,
-            "segment_distance_origin": cfg.segment_distance_origin, "adaptive_input": bool(cfg.adaptive_input),
+            "segment_distance_origin": str(cfg.segment_distance_origin), "adaptive_input": bool(cfg.adaptive_input),
             "adaptive_softmax_cutoff": cutoff, "adaptive_softmax_factor": cfg.adaptive_softmax_factor,
             "adaptive_softmax_bias": bool(cutoff and cfg.adaptive_softmax_bias), "tie_adaptive_weights": tied,
             "tie_adaptive_proj": bool(tied and cfg.tie_adaptive_proj), "tie_word_embeddings": False,

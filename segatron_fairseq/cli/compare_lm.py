@@ -7,6 +7,11 @@ variant has the same width, layers, parameters (W_R is d x d whichever parts
 R has), steps, learning-rate schedule and seed; each is trained with
 ``fairseq-train --task segatron_lm`` and scored with ``fairseq-eval-lm`` on
 valid and test. This is the small-scale version of the paper's Table 2.
+The test split is also scored as segatron-loss-by-boundary scores it, and the
+table adds the test perplexity of three kinds of target token: the first token
+of a paragraph, of another sentence, and any other token (where a variant gains
+or loses). ``--validate-every N`` validates during training, so each variant's
+train.log holds the valid curve that ``segatron-plot curves`` draws.
 
 Every option, --data and the folders are checked before anything runs. Each
 variant trains into WORKDIR/VARIANT; a folder there that holds files (an
@@ -28,12 +33,19 @@ import torch
 from fairseq.checkpoint_utils import load_checkpoint_file
 
 from segatron_fairseq import PLUGIN_DIR
+from segatron_fairseq.cli.lm_results import format_table
+from segatron_fairseq.cli.loss_by_boundary import checkpoint_losses
 from segatron_fairseq.cli.user_errors import check_output, exit_on_user_error, positive_int
+from segatron_fairseq.evaluation.boundary_kinds import losses_by_kind
+from segatron_fairseq.evaluation.token_losses import read_stream
 from segatron_preprocess.corpus_format import DICT_FILE, dataset_files
 
 # the fairseq CLIs of this interpreter (also where fairseq is on PYTHONPATH without console scripts)
 FAIRSEQ_TRAIN = [sys.executable, "-m", "fairseq_cli.train"]
 FAIRSEQ_EVAL_LM = [sys.executable, "-m", "fairseq_cli.eval_lm"]
+# the stream is read from memory maps: a loader process costs more than it saves (its start, and the 5 s
+# wait for its end after each validation); the batches and figures are the same
+DATA_IN_PROCESS = ["--num-workers", 0]
 TABLE2_VARIANTS = {
     "segatron_xl": [],
     "no_paragraph": ["--no-paragraph-part"],
@@ -66,7 +78,8 @@ def model_args(args):
 def evaluate(args, checkpoint, split, log_path):
     out = run([*FAIRSEQ_EVAL_LM, args.data, "--user-dir", PLUGIN_DIR, "--task", "segatron_lm",
                "--path", checkpoint, "--gen-subset", split, "--batch-size", args.eval_batch_size,
-               "--tgt-len", args.tgt_len, "--cpu" if not torch.cuda.is_available() else "--fp16"], log_path)
+               "--tgt-len", args.tgt_len, *DATA_IN_PROCESS, "--cpu" if not torch.cuda.is_available() else "--fp16"],
+              log_path)
     match = re.search(r"Evaluated ([\d,]+) tokens.*\n.*Loss \(base 2\): ([0-9.]+), Perplexity: ([0-9.]+)", out)
     return {"tokens": int(match.group(1).replace(",", "")), "ppl": float(match.group(3))}
 
@@ -102,7 +115,7 @@ def check_folders(parser, args, names) -> None:
 
 def check_numbers(parser, args) -> None:
     """What ``positive_int`` does not check: non-negative counts, a dropout probability, a positive rate."""
-    for option in ("mem_len", "warmup"):
+    for option in ("mem_len", "warmup", "validate_every"):
         if getattr(args, option, 0) < 0:
             parser.error(f"--{option.replace('_', '-')}: must be at least 0, not {getattr(args, option)}")
     if not 0 <= args.dropout < 1:
@@ -129,6 +142,21 @@ def fresh_folder(folder: str) -> None:
     os.makedirs(folder, exist_ok=True)
 
 
+def validation_args(validate_every: int):
+    """fairseq-train's options for validating every ``validate_every`` updates and at the end (none: 0)."""
+    if validate_every == 0:
+        return ["--disable-validation"]
+    # --validate-interval in epochs, past any run's last: only the update interval and the end validate
+    return ["--validate-interval-updates", validate_every, "--validate-interval", 10**9]
+
+
+def score_by_kind(args, checkpoint: str):
+    """``losses_by_kind`` of ``checkpoint`` on the test split (segatron-loss-by-boundary's scoring)."""
+    tokens, sentence_start, paragraph_start = read_stream(os.path.join(args.data, "test"))
+    losses = checkpoint_losses(checkpoint, args.data, tokens, sentence_start, paragraph_start, args.tgt_len)
+    return losses_by_kind(losses, sentence_start, paragraph_start)
+
+
 def train_and_score(args, name):
     work = os.path.join(args.workdir, name)
     fresh_folder(work)
@@ -140,15 +168,17 @@ def train_and_score(args, name):
          "--adam-betas", "(0.9,0.999)", "--lr", args.lr, "--lr-scheduler", "cosine",
          "--warmup-updates", args.warmup, "--clip-norm", 0.25, "--max-update", args.max_update,
          "--seed", args.seed, "--save-dir", work, "--no-epoch-checkpoints", "--save-interval-updates", 0,
-         "--disable-validation", "--log-format", "simple", "--log-interval", 50, *device],
+         *validation_args(args.validate_every), *DATA_IN_PROCESS, "--log-format", "simple", "--log-interval", 50,
+         *device],
         os.path.join(work, "train.log"))
     seconds = time.perf_counter() - start
     checkpoint = os.path.join(work, "checkpoint_last.pt")
     state = load_checkpoint_file(checkpoint)
     params = sum(v.numel() for v in state["model"].values())
-    result = {"variant": name, "params": params, "train_seconds": round(seconds, 1)}
+    result = {"variant": name, "params": params, "updates": args.max_update, "train_seconds": round(seconds, 1)}
     for split in ("valid", "test"):
         result[split] = evaluate(args, checkpoint, split, os.path.join(work, f"eval_{split}.log"))["ppl"]
+    result["test_by_kind"] = score_by_kind(args, checkpoint)
     print(f"  {name}: valid {result['valid']:.2f}, test {result['test']:.2f} ({seconds:.0f} s)", flush=True)
     return result
 
@@ -171,6 +201,8 @@ def cli_main(argv=None) -> None:
     p.add_argument("--max-update", type=positive_int, default=2000, help="training updates")
     p.add_argument("--warmup", type=int, default=100, help="warm-up updates of the cosine schedule")
     p.add_argument("--lr", type=float, default=1e-3, help="peak learning rate")
+    p.add_argument("--validate-every", type=int, default=0,
+                   help="validate every N updates (the valid lines of train.log); 0: no validation in training")
     p.add_argument("--seed", type=int, default=1, help="seed of every variant")
     p.add_argument("--adaptive-softmax-cutoff", default=None, help="e.g. 2000,6000 for a large vocabulary")
     p.add_argument("--out", help="also write the results as JSON here")
@@ -193,12 +225,8 @@ def _compare(p, args) -> None:
     print(f"training {len(variants)} variants on {args.data}: {args.layers} layers, d={args.dim}, "
           f"{args.max_update} updates of {args.batch_size} x {args.tgt_len} tokens, seed {args.seed}", flush=True)
     results = [train_and_score(args, name) for name in variants]
-    baseline = next((r for r in results if r["variant"] == "transformer_xl"), None)
     print()
-    print(f"{'model':<16} {'params':>10} {'valid ppl':>10} {'test ppl':>10} {'test / XL':>10}")
-    for r in results:
-        ratio = f"{r['test'] / baseline['test']:.3f}" if baseline else "-"
-        print(f"{r['variant']:<16} {r['params']:>10,} {r['valid']:>10.2f} {r['test']:>10.2f} {ratio:>10}")
+    print(format_table(results))
     if args.out:
         write_results(args.out, results)
 

@@ -3,15 +3,20 @@
     segatron-plot attention --model-dir checkpoints --data data-bin --text text.txt --layer 0 --out attn
     segatron-plot curves train_a.log train_b.log --labels A,B --out curves
     segatron-plot boundary --data data-bin --split valid checkpoint_a.pt checkpoint_b.pt --out boundary
+    segatron-plot boundary-kinds results.json --out boundary_kinds
 
 - ``attention``: one heat map per head of a layer (query by key) for the first
   segment of a text, with sentence starts (thin) and paragraph starts (thick)
   drawn on both axes (the Segatron paper's Figure 5).
 - ``curves``: train and valid perplexity against updates, read from the logs
-  of ``fairseq-train --log-format simple`` (the paper's Figure 2).
+  of ``fairseq-train --log-format simple`` (the paper's Figure 2); ``--splits
+  valid`` draws the valid curves alone.
 - ``boundary``: perplexity by the target token's position in its sentence
   (scored as ``segatron-loss-by-boundary`` scores the split, with ``--data``'s
   dictionary).
+- ``boundary-kinds``: each variant's test perplexity on the first tokens of
+  paragraphs, of other sentences and on the other tokens, as bars, read from
+  ``segatron-compare-lm --out``.
 
 ``--out PATH`` writes PATH.png and PATH.svg; existing ones are refused unless
 ``--overwrite``, before any work.
@@ -20,6 +25,7 @@ import argparse
 import math
 import os
 import re
+import textwrap
 from typing import Dict, List, Tuple
 
 import numpy as np
@@ -67,15 +73,24 @@ def read_curves(log_path: str) -> Dict[str, List[Tuple[int, float]]]:
     return curves
 
 
-def plot_curves(logs: List[str], labels: List[str], out: str) -> List[str]:
+CURVE_STYLES = {"train": "-", "valid": "o--"}
+
+
+def plot_curves(logs: List[str], labels: List[str], out: str, splits=tuple(CURVE_STYLES)) -> List[str]:
+    """Perplexity against updates of ``splits`` (train, valid) of each log; a log without any line of
+    ``splits`` is refused (``ValueError`` naming it) before anything is drawn."""
+    curves = {log: read_curves(log) for log in logs}
+    for log, of_log in curves.items():
+        if not any(of_log[split] for split in splits):
+            raise ValueError(f"{log}: no {' or '.join(splits)} lines (a run that validated: "
+                             f"fairseq-train --validate-interval-updates, segatron-compare-lm --validate-every)")
     plt, figure = _figure(8, 5)
     axes = figure.add_subplot(1, 1, 1)
     for log, label in zip(logs, labels):
-        curves = read_curves(log)
-        for name, style in (("train", "-"), ("valid", "o--")):
-            if curves[name]:
-                updates, ppl = zip(*curves[name])
-                axes.plot(updates, ppl, style, label=f"{label} {name}")
+        for split in splits:
+            if curves[log][split]:
+                updates, ppl = zip(*curves[log][split])
+                axes.plot(updates, ppl, CURVE_STYLES[split], label=f"{label} {split}")
     axes.set_xlabel("updates")
     axes.set_ylabel("perplexity")
     axes.set_yscale("log")
@@ -145,6 +160,32 @@ def plot_boundary(data: str, split: str, checkpoints: List[str], tgt_len: int, l
     return _save(plt, figure, out)
 
 
+def plot_boundary_kinds(results: List[Dict], out: str) -> List[str]:
+    """Bars of each variant's test perplexity by kind of target token; ``results``: ``lm_results.read_results``."""
+    from segatron_fairseq.cli.lm_results import kind_ppl
+    from segatron_fairseq.evaluation.boundary_kinds import BOUNDARY_KINDS
+
+    plt, figure = _figure(8, 5)
+    axes = figure.add_subplot(1, 1, 1)
+    width = 0.8 / len(results)
+    for number, record in enumerate(results):
+        positions = [kind + (number - (len(results) - 1) / 2) * width for kind in range(len(BOUNDARY_KINDS))]
+        ppl = [kind_ppl(record, kind) or 0.0 for kind in BOUNDARY_KINDS]
+        bars = axes.bar(positions, ppl, width, label=record["variant"])
+        axes.bar_label(bars, fmt="%.2f", fontsize=7)
+    counts = results[0]["test_by_kind"]
+    axes.set_xticks(range(len(BOUNDARY_KINDS)),
+                    [f"{textwrap.fill(description, 20)}\n({counts[kind]['tokens']:,} tokens)"
+                     for kind, description in BOUNDARY_KINDS.items()])
+    axes.set_ylim(0, axes.get_ylim()[1] * 1.15)  # room for the legend above the bars
+    axes.set_ylabel("test perplexity")
+    axes.set_title("Where each variant gains: test perplexity by kind of target token")
+    axes.legend()
+    axes.grid(alpha=0.3, axis="y")
+    figure.tight_layout()
+    return _save(plt, figure, out)
+
+
 def read_text(path: str) -> str:
     """The text of ``path`` (UTF-8, not blank)."""
     if os.path.isdir(path):
@@ -161,6 +202,8 @@ def _inputs(args) -> Dict[str, str]:
     """The files a command reads, by how its user named them."""
     if args.command == "attention":
         return {"--text": args.text, "the checkpoint": os.path.join(args.model_dir, args.checkpoint_file)}
+    if args.command == "boundary-kinds":
+        return {"the results": args.results}
     return {f"the input {path}": path for path in (args.logs if args.command == "curves" else args.checkpoints)}
 
 
@@ -179,6 +222,7 @@ def cli_main(argv=None) -> None:
     curves = commands.add_parser("curves", help="train / valid perplexity against updates")
     curves.add_argument("logs", nargs="+", help="fairseq-train logs (--log-format simple)")
     curves.add_argument("--labels", help="comma separated, one per log (default: the file names)")
+    curves.add_argument("--splits", default="train,valid", help="comma separated, from train,valid")
     curves.add_argument("--out", required=True, help="output path without extension (.png and .svg)")
     boundary = commands.add_parser("boundary", help="perplexity by position in the sentence")
     boundary.add_argument("checkpoints", nargs="+", help="segatron_xl checkpoints")
@@ -187,7 +231,10 @@ def cli_main(argv=None) -> None:
     boundary.add_argument("--tgt-len", type=positive_int, default=64, help="tokens per segment")
     boundary.add_argument("--longest", type=positive_int, default=30, help="positions from this one on are pooled")
     boundary.add_argument("--out", required=True, help="output path without extension (.png and .svg)")
-    for command in (attention, curves, boundary):
+    kinds = commands.add_parser("boundary-kinds", help="test perplexity by kind of target token, per variant")
+    kinds.add_argument("results", help="segatron-compare-lm --out (results.json)")
+    kinds.add_argument("--out", required=True, help="output path without extension (.png and .svg)")
+    for command in (attention, curves, boundary, kinds):
         command.add_argument("--overwrite", action="store_true", help="replace existing pictures (else refused)")
     args = parser.parse_args(argv)
     if args.command == "attention" and args.layer < 0:
@@ -196,6 +243,9 @@ def cli_main(argv=None) -> None:
         labels = args.labels.split(",") if args.labels else [os.path.basename(log) for log in args.logs]
         if len(labels) != len(args.logs):
             parser.error(f"--labels has {len(labels)} names for {len(args.logs)} logs")
+        splits = tuple(args.splits.split(","))
+        if not splits or not set(splits) <= set(CURVE_STYLES):
+            parser.error(f"--splits {args.splits}: choose from {','.join(CURVE_STYLES)}")
     with exit_on_user_error(parser.prog):
         for extension in (".png", ".svg"):
             check_output(args.out + extension, inputs=_inputs(args), overwrite=args.overwrite)
@@ -212,7 +262,11 @@ def cli_main(argv=None) -> None:
                 parser.error(f"--layer {args.layer}: the model has {len(result['layers'])} layers")
             paths = plot_attention(result, args.layer, args.out)
         elif args.command == "curves":
-            paths = plot_curves(args.logs, labels, args.out)
+            paths = plot_curves(args.logs, labels, args.out, splits)
+        elif args.command == "boundary-kinds":
+            from segatron_fairseq.cli.lm_results import read_results
+
+            paths = plot_boundary_kinds(read_results(args.results), args.out)
         else:
             paths = plot_boundary(args.data, args.split, args.checkpoints, args.tgt_len, args.longest, args.out)
     print("wrote " + ", ".join(paths))

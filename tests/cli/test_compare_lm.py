@@ -1,5 +1,6 @@
 """segatron-compare-lm: every input checked before anything runs, and no earlier run deleted without
 --overwrite (segatron-compare-mlm shares the checks)."""
+import math
 import re
 
 import pytest
@@ -34,6 +35,7 @@ def refused(command, *args, expect):
     ("--eval-batch-size", 0, "argument --eval-batch-size: must be at least 1, not 0"),
     ("--mem-len", -1, "--mem-len: must be at least 0, not -1"),
     ("--warmup", -5, "--warmup: must be at least 0, not -5"),
+    ("--validate-every", -1, "--validate-every: must be at least 0, not -1"),
     ("--dropout", 1.5, "--dropout: must be in [0, 1), not 1.5"),
     ("--lr", 0, "--lr: must be above 0, not 0.0"),
     ("--heads", 3, "--dim 128 is not a multiple of --heads 3"),
@@ -96,6 +98,11 @@ def test_compare_mlm_checks_the_same(tmp_path):
 
 @pytest.mark.end_to_end  # segatron-compare-lm runs fairseq-train and fairseq-eval-lm in subprocesses
 def test_compare_lm_with_overwrite_replaces_an_earlier_run(tmp_path):
+    """An earlier run replaced; the valid curve in train.log (--validate-every); results.json with the test split by
+    kind of target token, whose mean loss is fairseq-eval-lm's test perplexity."""
+    from segatron_fairseq.cli.lm_results import read_results
+    from segatron_fairseq.cli.plot import read_curves
+
     write_wikitext(tmp_path / "train.txt", make_documents(20, seed=3))
     write_wikitext(tmp_path / "valid.txt", make_documents(3, seed=4))
     run_cli("segatron-preprocess", "--input-format", "wikitext", "--trainpref", tmp_path / "train.txt",
@@ -105,7 +112,14 @@ def test_compare_lm_with_overwrite_replaces_an_earlier_run(tmp_path):
     (runs / "transformer_xl" / "stale.txt").write_text("an earlier run\n")
     out = run_cli("segatron-compare-lm", "--data", tmp_path / "bin", "--workdir", runs, "--variants",
                   "transformer_xl", "--overwrite", "--max-update", 2, "--layers", 1, "--dim", 16, "--heads", 2,
-                  "--ffn", 32, "--tgt-len", 8, "--mem-len", 8, "--batch-size", 2, "--warmup", 1)
+                  "--ffn", 32, "--tgt-len", 8, "--mem-len", 8, "--batch-size", 2, "--warmup", 1,
+                  "--validate-every", 1, "--out", tmp_path / "results.json")
     assert re.search(r"^transformer_xl\s+[0-9,]+\s+[0-9.]+\s+[0-9.]+", out, re.M), out[-2000:]
     assert not (runs / "transformer_xl" / "stale.txt").exists()
     assert (runs / "transformer_xl" / "checkpoint_last.pt").exists()
+    assert [updates for updates, _ in read_curves(str(runs / "transformer_xl" / "train.log"))["valid"]] == [1, 2]
+    (record,) = read_results(str(tmp_path / "results.json"))
+    kinds = record["test_by_kind"]
+    assert min(kind["tokens"] for kind in kinds.values()) > 0
+    mean_loss = sum(kind["tokens"] * kind["loss"] for kind in kinds.values()) / sum(k["tokens"] for k in kinds.values())
+    assert math.exp(mean_loss) == pytest.approx(record["test"], abs=0.006)  # fairseq-eval-lm prints 2 decimals

@@ -287,3 +287,21 @@ def test_interactive_reads_raw_text_with_the_corpus_sentencepiece(tmp_path):
     prompt_pieces = TextEncoder(str(tmp_path / "bin")).segmenter.subwords.encode(prompt)
     assert len(pieces) >= 20 and pieces[:len(prompt_pieces)] == prompt_pieces
     assert text.startswith(prompt) and "\u2581" not in text and len(text.split()) < len(pieces)
+
+
+def test_boundary_kinds_split_every_target_once():
+    """segatron-compare-lm's kinds of target token: disjoint, every target in one, and each kind's mean loss."""
+    from segatron_fairseq.evaluation.boundary_kinds import BOUNDARY_KINDS, boundary_kind_masks, losses_by_kind
+
+    sentence_start = np.array([1, 0, 0, 1, 0, 1, 1, 0], bool)
+    paragraph_start = np.array([1, 0, 0, 0, 0, 1, 0, 0], bool)
+    masks = boundary_kind_masks(sentence_start, paragraph_start)
+    assert list(masks) == list(BOUNDARY_KINDS)
+    assert np.array_equal(sum(m.astype(int) for m in masks.values()), np.ones(8, int))
+    assert np.flatnonzero(masks["sentence_start"]).tolist() == [3, 6]
+    losses = np.arange(8, dtype=float)
+    assert losses_by_kind(losses, sentence_start, paragraph_start) == {
+        "paragraph_start": {"tokens": 2, "loss": 2.5}, "sentence_start": {"tokens": 2, "loss": 4.5},
+        "other": {"tokens": 4, "loss": 3.5}}
+    assert losses_by_kind(losses, sentence_start, sentence_start & False)["paragraph_start"] == {"tokens": 0,
+                                                                                                 "loss": None}

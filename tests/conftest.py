@@ -260,6 +260,18 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.fixture(autouse=True)
+def _hydra_version_base_restored():
+    """hydra's version base is one per process: a test that composes a config with ``version_base=None`` sets it
+    to hydra's own version, after which fairseq's ``convert_namespace_to_omegaconf`` (``hydra.experimental``)
+    raises ImportError in the same pytest worker. Each test leaves the base as it found it."""
+    from hydra.version import VersionBase
+
+    saved = VersionBase.instance().version_base
+    yield
+    VersionBase.instance().version_base = saved
+
+
 @pytest.fixture
 def cli():
     return run_cli

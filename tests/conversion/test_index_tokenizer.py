@@ -3,12 +3,11 @@ runs the binarizer's own modules, shipped beside it): on held-out text with para
 WikiText's @.@ markup it gives the token ids and the sentence / paragraph starts that segatron-preprocess stored,
 and the ids, indexes and token types of our text encoder's layout; it pads its own keys, refuses what it cannot
 lay out, and its shipped modules import no part of the plugin, fairseq or torch."""
-import ast
 import json
-import sys
 
 import pytest
 from conftest import run_cli
+from shipped_imports import assert_imports_only
 
 HELD_OUT = "".join([
     " = Lobster fishing = \n\n",
@@ -174,21 +173,8 @@ def test_shipped_text_modules_import_no_plugin_fairseq_or_torch(tmp_path, corpus
     _tokenizer(tmp_path / "tok", corpus_dir, "encoder")
     shipped = {path.stem for path in (tmp_path / "tok").glob("*.py")}
     assert {"units", "document_items", "indexer", "sentences", "subwords", "layout", "levels"} <= shipped
-    allowed = {"numpy", "nltk", "sentencepiece", "tokenizers"}
-    for path in (tmp_path / "tok").glob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and node.level:
-                # transformers finds a module's relative imports by the pattern `from .name import`
-                assert node.module, f"{path.name}: `from . import` hides its modules from transformers"
-                assert node.module in shipped, f"{path.name} imports .{node.module}, which is not shipped"
-                continue
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-                [node.module] if isinstance(node, ast.ImportFrom) else []
-            for name in names:
-                top = name.split(".")[0]
-                ok = top in allowed or top in sys.stdlib_module_names or (
-                    top == "transformers" and path.stem.startswith("tokenization_"))
-                assert ok, f"{path.name} imports {name}"
+    assert_imports_only(tmp_path / "tok", {"numpy", "nltk", "sentencepiece", "tokenizers"},
+                        lambda stem: stem.startswith("tokenization_"))
 
 
 def test_punkt_parameters_survive_their_json(corpus):

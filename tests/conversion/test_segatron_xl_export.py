@@ -4,7 +4,6 @@ SegatronXLForCausalLM loaded by transformers==4.35.2 and by the newest release r
 with its sentence / paragraph starts and the memory it returns, and gives the log-probability of every word of
 the vocabulary that the fairseq model gives reading the same segments in eval mode with its memory (1e-5), so
 the perplexity is the same."""
-import ast
 import json
 import math
 from pathlib import Path
@@ -12,6 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 from conftest import binarized_wikitext, run_cli
+from shipped_imports import assert_imports_only
 from test_importers import SEGATRON_XL, in_their_output_order, needs_authors_fixture
 from transformers_newest import newest_causal_lm_runs
 
@@ -187,27 +187,13 @@ def test_shipped_modules_import_only_torch_the_standard_library_and_each_other(t
     """transformers copies the remote code's relative imports into its module cache: the plugin's modules shipped
     in the directory must not import the plugin or fairseq; the model's import torch, the tokenizer's numpy, NLTK,
     sentencepiece or tokenizers (the remote code's own files: transformers too)."""
-    import sys
-
     _, out = _exported(tmp_path, corpus, "transformer_xl")
     shipped = {path.stem for path in out.glob("*.py")}
     assert {"segment_distances", "segment_relative_attention", "segatron_xl_layer", "segatron_xl_stack",
             "segment_memory", "modeling_segatron_xl", "configuration_segatron_xl", "tokenization_segment_indexes",
             "generation_indexer", "sentences", "document_items"} <= shipped
-    for path in out.glob("*.py"):
-        remote = path.stem.endswith("_segatron_xl") or path.stem.startswith("tokenization_")
-        allowed = {"torch", "numpy", "nltk", "sentencepiece", "tokenizers"} | ({"transformers"} if remote else set())
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and node.level:
-                # transformers finds a module's relative imports by the pattern `from .name import`
-                assert node.module, f"{path.name}: `from . import` hides its modules from transformers"
-                assert node.module in shipped, f"{path.name} imports .{node.module}, which is not shipped"
-                continue
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-                [node.module] if isinstance(node, ast.ImportFrom) else []
-            for name in names:
-                top = name.split(".")[0]
-                assert top in allowed or top in sys.stdlib_module_names, f"{path.name} imports {name}"
+    assert_imports_only(out, {"torch", "numpy", "nltk", "sentencepiece", "tokenizers"},
+                        lambda stem: stem.endswith("_segatron_xl") or stem.startswith("tokenization_"))
 
 
 def test_export_refuses_a_corpus_whose_dictionary_is_not_the_checkpoints(tmp_path, corpus):

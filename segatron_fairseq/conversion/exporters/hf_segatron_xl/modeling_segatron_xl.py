@@ -268,6 +268,11 @@ class SegatronXLModel(SegatronXLPreTrainedModel):
     def get_input_embeddings(self):
         return self.adaptive_input if self.embed_tokens is None else self.embed_tokens
 
+    @property
+    def has_segment_parts(self) -> bool:
+        """Whether the model reads sentence / paragraph starts (Segatron-XL, not Transformer-XL)."""
+        return bool(self.part_dims.keys() & {"sentence", "paragraph"})
+
     def forward(self, input_ids: Tensor, sentence_starts: Optional[Tensor] = None,
                 paragraph_starts: Optional[Tensor] = None, past_key_values: Optional[SegatronXLMemory] = None,
                 use_cache: bool = True, return_dict: Optional[bool] = None, memory_length: Optional[int] = None,
@@ -351,7 +356,7 @@ class SegatronXLForCausalLM(SegatronXLPreTrainedModel, GenerationMixin):
         sub-words, splitter and dictionary flag the tokens ``generate()`` adds
         (``segment_tokenizer``; a model without segment parts needs none)."""
         model = super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
-        if model.transformer.part_dims.keys() & {"sentence", "paragraph"}:
+        if model.transformer.has_segment_parts:
             hub_options = {key: kwargs[key] for key in _HUB_OPTIONS if key in kwargs}
             try:
                 model.segment_tokenizer = SegmentIndexTokenizer.from_pretrained(pretrained_model_name_or_path,
@@ -368,7 +373,7 @@ class SegatronXLForCausalLM(SegatronXLPreTrainedModel, GenerationMixin):
         indexers fed one token at a time (the first token, the stream's
         ``</s>``, starts both); the indexers then go on from the prompts' end."""
         rows = input_ids.tolist()
-        if not self.transformer.part_dims.keys() & {"sentence", "paragraph"}:
+        if not self.transformer.has_segment_parts:
             return GenerationStream([[0] * len(r) for r in rows], [[0] * len(r) for r in rows], None)
         tokenizer = getattr(self, "segment_tokenizer", None)
         if tokenizer is None:
@@ -401,20 +406,16 @@ class SegatronXLForCausalLM(SegatronXLPreTrainedModel, GenerationMixin):
         memory = past_key_values if past_key_values is not None else cache
         stream = None if memory is None else memory.stream
         window = self.config.generation_window
-        causal = self.config.segment_distance_origin != "window_end" or \
-            not self.transformer.part_dims.keys() & {"sentence", "paragraph"}
+        causal = self.config.segment_distance_origin != "window_end" or not self.transformer.has_segment_parts
         if stream is None:  # the prompts
             if memory is not None and not causal:
                 raise ValueError("generate() with window_end distances reads its whole window again at each step: "
                                  "it cannot continue after a memory; give the earlier text in the prompt")
             stream = self._prompt_stream(input_ids, sentence_starts, paragraph_starts)
             input_ids = input_ids[:, -window:]
-        elif causal:
-            stream.push(input_ids[:, -1])
-            input_ids = input_ids[:, -1:]
         else:
             stream.push(input_ids[:, -1])
-            input_ids, memory = input_ids[:, -window:], None
+            input_ids, memory = (input_ids[:, -1:], memory) if causal else (input_ids[:, -window:], None)
         sentence, paragraph = stream.starts(input_ids.size(1), input_ids.device)
         return {"input_ids": input_ids, "sentence_starts": sentence, "paragraph_starts": paragraph,
                 "past_key_values": memory, "use_cache": True, "memory_length": window - 1 if causal else 0,

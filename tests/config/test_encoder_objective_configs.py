@@ -72,6 +72,18 @@ def corpus_137k(tmp_path_factory):
     return tmp / "bin"
 
 
+@pytest.fixture(scope="module")
+def corpus_of_one_albert_batch(tmp_path_factory):
+    """About 40k tokens of generated WikiText: a little more than ALBERT's batch of 64 examples of 512 tokens, so
+    each of its updates (update_freq 8) reads one full batch and a short one, then its epoch ends."""
+    tmp = tmp_path_factory.mktemp("corpus_of_one_albert_batch")
+    write_wikitext(tmp / "corpus.txt", make_documents(210, seed=3))
+    write_wikitext(tmp / "valid.txt", make_documents(10, seed=4))
+    run_cli("segatron-preprocess", "--input-format", "wikitext", "--trainpref", tmp / "corpus.txt",
+            "--validpref", tmp / "valid.txt", "--destdir", tmp / "bin")
+    return tmp / "bin"
+
+
 @pytest.mark.end_to_end
 @pytest.mark.parametrize("name,arch,criterion,settings", SPANBERT_YAMLS, ids=[c[0] for c in SPANBERT_YAMLS])
 def test_objective_yamls_train_at_their_shapes(name, arch, criterion, settings, corpus_137k, tmp_path):
@@ -93,17 +105,19 @@ def test_objective_yamls_train_at_their_shapes(name, arch, criterion, settings, 
 
 @pytest.mark.end_to_end
 @pytest.mark.parametrize("name,arch,criterion,settings", ALBERT_YAMLS, ids=[c[0] for c in ALBERT_YAMLS])
-def test_albert_yamls_train_at_their_shapes(name, arch, criterion, settings, corpus_137k, tmp_path):
+def test_albert_yamls_train_at_their_shapes(name, arch, criterion, settings, corpus_of_one_albert_batch, tmp_path):
     """Each ALBERT yaml as shipped (64 sequences of 512 tokens a batch, update_freq 8, SOP, torch_lamb), only the
-    width narrowed (the 12 shared layers kept, E 16): 2 updates on CPU (the corpus's epoch of about 270 examples
-    makes each update's group of batches end early)."""
+    width narrowed (the 12 shared layers kept, E 16): 2 updates on CPU (the corpus's epoch, one full batch and a
+    short one, makes each update's group of batches end early)."""
     out = run_cli("fairseq-hydra-train", "--config-dir", CONFIG_DIR, "--config-name", name,
-                  f"task.data={corpus_137k}", f"checkpoint.save_dir={tmp_path / 'ckpt'}",
+                  f"task.data={corpus_of_one_albert_batch}", f"checkpoint.save_dir={tmp_path / 'ckpt'}",
                   f"common.user_dir={PLUGIN_DIR}", f"hydra.run.dir={tmp_path / 'hydra'}", "common.cpu=true",
                   "common.fp16=false", "optimization.max_update=2", "+model.encoder_embed_dim=32",
                   "+model.encoder_ffn_embed_dim=64", "+model.encoder_attention_heads=1",
                   "+model.factorized_embed_dim=16")
     assert "done training" in out and "sop_accuracy" in out
+    first = int(re.search(r"\| bsz ([0-9.]+) \| num_updates 1 \|", out).group(1))
+    assert 64 < first < 128, first  # a full batch of 64 and a short one
     state = torch.load(tmp_path / "ckpt" / "checkpoint_last.pt", map_location="cpu", weights_only=False)
     cfg = state["cfg"]
     assert state["optimizer_history"][-1]["num_updates"] == 2 and cfg["criterion"]["_name"] == criterion

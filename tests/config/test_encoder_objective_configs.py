@@ -6,8 +6,7 @@ import re
 
 import pytest
 import torch
-from conftest import PLUGIN_DIR, ROOT, run_cli
-from corpus import make_documents, write_wikitext
+from conftest import PLUGIN_DIR, ROOT, binarized_wikitext, run_cli
 from hydra import compose, initialize_config_dir
 from test_finetuning_configs import NARROW
 
@@ -64,24 +63,14 @@ def test_objective_yamls_carry_the_paper_settings(name, arch, criterion, setting
 @pytest.fixture(scope="module")
 def corpus_137k(tmp_path_factory):
     """About 137k tokens of generated WikiText: some 270 examples of 512 tokens, 4 batches of 64 and a short one."""
-    tmp = tmp_path_factory.mktemp("corpus_137k")
-    write_wikitext(tmp / "corpus.txt", make_documents(700, seed=3))
-    write_wikitext(tmp / "valid.txt", make_documents(10, seed=4))
-    run_cli("segatron-preprocess", "--input-format", "wikitext", "--trainpref", tmp / "corpus.txt",
-            "--validpref", tmp / "valid.txt", "--destdir", tmp / "bin")
-    return tmp / "bin"
+    return binarized_wikitext(tmp_path_factory.mktemp("corpus_137k"), 700, 10, seed=3) / "bin"
 
 
 @pytest.fixture(scope="module")
 def corpus_of_one_albert_batch(tmp_path_factory):
     """About 40k tokens of generated WikiText: a little more than ALBERT's batch of 64 examples of 512 tokens, so
     each of its updates (update_freq 8) reads one full batch and a short one, then its epoch ends."""
-    tmp = tmp_path_factory.mktemp("corpus_of_one_albert_batch")
-    write_wikitext(tmp / "corpus.txt", make_documents(210, seed=3))
-    write_wikitext(tmp / "valid.txt", make_documents(10, seed=4))
-    run_cli("segatron-preprocess", "--input-format", "wikitext", "--trainpref", tmp / "corpus.txt",
-            "--validpref", tmp / "valid.txt", "--destdir", tmp / "bin")
-    return tmp / "bin"
+    return binarized_wikitext(tmp_path_factory.mktemp("corpus_of_one_albert_batch"), 210, 10, seed=3) / "bin"
 
 
 @pytest.mark.end_to_end

@@ -25,6 +25,18 @@ def _fail(message: str) -> NoReturn:
     raise SystemExit(1)
 
 
+def _print_for_a_reader_that_may_stop(text: str) -> None:
+    """Print ``text``. A reader that closes the pipe before the end (``| head``)
+    ends the program quietly with exit status 0: the reader chose to stop, and a
+    script under ``set -o pipefail`` goes on."""
+    try:
+        print(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the exit's flush writes nowhere
+        raise SystemExit(0) from None
+
+
 def _check_destdir(destdir: str) -> None:
     """``destdir`` is a directory; ``PreprocessError`` names what it is otherwise."""
     try:
@@ -58,7 +70,7 @@ def cli_main(argv=None) -> None:
     item = args.item + len(dataset) if args.item < 0 else args.item
     if not 0 <= item < len(dataset):
         _fail(f"item {args.item} out of range ({len(dataset)} items in {prefix})")
-    print(format_item(dataset, dictionary, item))
+    _print_for_a_reader_that_may_stop(format_item(dataset, dictionary, item))
 
 
 if __name__ == "__main__":

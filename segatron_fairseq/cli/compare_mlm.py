@@ -172,7 +172,8 @@ def cli_main(argv=None) -> None:
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--data", required=True, help="segatron-preprocess directory with train and valid")
     p.add_argument("--objectives", type=objective_list, default="mlm",
-                   help="comma-separated, from: " + "; ".join(f"{o.name} ({o.help})" for o in OBJECTIVES.values()))
+                   help="comma-separated, from: " + "; ".join(f"{o.name} ({o.help})" for o in OBJECTIVES.values())
+                   .replace("%", "%%"))  # argparse formats help strings with %
     p.add_argument("--workdir", default="compare_mlm_runs", help="one folder per objective and model: "
                    "checkpoints and logs")
     p.add_argument("--layers", type=positive_int, default=4)

@@ -1,10 +1,11 @@
 """segatron-preprocess: fairseq equality, index semantics, alignment, formats, bad input."""
 import json
 import os
+import subprocess
 
 import pytest
 import sentencepiece as spm
-from conftest import run_cli
+from conftest import BIN, run_cli
 from corpus import make_documents, write_jsonl, write_lines, write_wikitext
 from fairseq.data import Dictionary, data_utils
 
@@ -291,3 +292,15 @@ def test_inspect_prints_tokens_with_indexes(wikitext):
         assert f"(1, 1, 0)           {first_paragraph[1][0]}" in out
     out = run_cli("segatron-inspect", tmp / "ours", "train", 10**6, expect_ok=False)
     assert "out of range" in out
+
+
+@pytest.mark.end_to_end
+def test_inspect_ends_quietly_when_its_reader_stops(wikitext):
+    """`segatron-inspect ... | head` (scripts/demo.sh, under pipefail): a reader that closes the pipe before the
+    item is printed ends segatron-inspect with exit status 0 and nothing on stderr (was a BrokenPipeError)."""
+    tmp, *_ = wikitext
+    proc = subprocess.Popen([BIN / "segatron-inspect", tmp / "ours", "train", "3"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    proc.stdout.close()  # before the program has started: its first write meets a closed pipe
+    assert proc.wait(timeout=60) == 0
+    assert proc.stderr.read() == b""

@@ -469,9 +469,15 @@ def test_checks_refuse_what_the_programs_refuse(line):
 
 
 def test_every_console_script_takes_help():
-    """README: "Each takes --help": every console script of setup.py builds a parser with --help."""
+    """README: "Each takes --help": every console script of setup.py builds a parser with --help, whose text (and
+    each subcommand's) formats (argparse reads a bare % in a help string as a format and raises)."""
     for name in console_scripts():
-        assert "--help" in console_script_parser(name)._option_string_actions, name
+        parser = console_script_parser(name)
+        assert "--help" in parser._option_string_actions, name
+        parsers = [parser] + [subparser for action in parser._actions if isinstance(action, argparse._SubParsersAction)
+                              for subparser in action.choices.values()]
+        for each in parsers:
+            assert each.format_help().startswith("usage:"), each.prog
 
 
 def test_short_commands_run_as_written(capsys):

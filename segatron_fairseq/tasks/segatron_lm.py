@@ -67,6 +67,8 @@ class SegatronLMConfig(FairseqDataclass):
 
 @register_task("segatron_lm", dataclass=SegatronLMConfig)
 class SegatronLMTask(SingleDictionaryTask):
+    MODELS = ("segatron_xl",)  # its samples carry the segment starts Segatron-XL (and Transformer-XL) read
+
     @classmethod
     def setup_task(cls, cfg: SegatronLMConfig, **kwargs):
         task_name = getattr(cfg, "_name", None) or "segatron_lm"  # or a task built on it (xlnet_plm)

@@ -1,11 +1,16 @@
 """Base of the plugin's tasks: one fairseq dictionary serves as both the
 source and the target vocabulary; a task whose samples only its own criterion
-reads names it (``CRITERION``), and any other is refused when it is built.
+reads names it (``CRITERION``), and any other is refused when it is built; a
+task whose samples only some registered models read names them (``MODELS``),
+and another model is refused before it is built (from a checkpoint: one line
+from fairseq's tools, as for a checkpoint of another dictionary).
 ``load_corpus_dictionary`` is how every task reads a corpus's dictionary."""
 import os
-from typing import Optional
+from typing import Optional, Tuple
 
+from fairseq.checkpoint_utils import CheckpointFileError
 from fairseq.data import Dictionary
+from fairseq.models import ARCH_MODEL_REGISTRY, MODEL_REGISTRY
 from fairseq.tasks import FairseqTask
 
 from segatron_preprocess.corpus_format import DICT_FILE
@@ -26,6 +31,7 @@ def load_corpus_dictionary(data: str, source: str, *appended: str) -> Dictionary
 
 class SingleDictionaryTask(FairseqTask):
     CRITERION: Optional[str] = None  # the registered criterion this task needs, when no other fits its samples
+    MODELS: Tuple[str, ...] = ()  # the registered models this task's samples fit, when not every model does
 
     def __init__(self, cfg, dictionary: Dictionary):
         super().__init__(cfg)
@@ -45,6 +51,19 @@ class SingleDictionaryTask(FairseqTask):
             raise ValueError(f"--task {getattr(self.cfg, '_name', type(self).__name__)} needs --criterion "
                              f"{self.CRITERION}, not {name}")
         return super().build_criterion(cfg)
+
+    def build_model(self, cfg, from_checkpoint=False):
+        arch = getattr(cfg, "_name", None) or getattr(cfg, "arch", None)
+        model_class = ARCH_MODEL_REGISTRY.get(arch) or MODEL_REGISTRY.get(arch)
+        fits = [MODEL_REGISTRY[name] for name in self.MODELS]
+        if fits and model_class is not None and not issubclass(model_class, tuple(fits)):
+            task = getattr(self.cfg, "_name", None) or type(self).__name__
+            reads = f"--task {task} reads {' and '.join(self.MODELS)} models"
+            if from_checkpoint:
+                raise CheckpointFileError(f"the checkpoint holds a {arch} model ({model_class.__name__}), but {reads}; "
+                                          f"pass the --task it was trained with")
+            raise ValueError(f"--arch {arch}: {reads}, not {model_class.__name__}")
+        return super().build_model(cfg, from_checkpoint)
 
     def max_positions(self):
         return None  # no task-level limit; models and datasets set their own

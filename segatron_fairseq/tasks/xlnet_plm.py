@@ -53,6 +53,7 @@ class XLNetPLMConfig(FairseqDataclass):
 @register_task("xlnet_plm", dataclass=XLNetPLMConfig)
 class XLNetPLMTask(SegatronLMTask):
     CRITERION = "xlnet_plm"
+    MODELS = ("xlnet",)
 
     def __init__(self, cfg: XLNetPLMConfig, dictionary):
         super().__init__(cfg, dictionary)

@@ -36,6 +36,7 @@ def test_a_trained_segatron_xl_exports_with_its_card_and_generation_config(segat
     config = json.loads((tmp_path / "hf" / "config.json").read_text())
     generation = GenerationConfig.from_pretrained(tmp_path / "hf")
     assert (generation.eos_token_id, generation.pad_token_id) == (config["eos_token_id"], config["pad_token_id"])
+    assert generation.do_sample is False
 
 
 def test_cards_by_class_and_without_a_validation(segatron_xl_trained):
@@ -51,7 +52,7 @@ def test_cards_by_class_and_without_a_validation(segatron_xl_trained):
     assert set(card_files({"architectures": ["ElectraForPreTraining"]}, facts)) == {"README.md"}
     assert "pipeline_tag" not in _metadata(card_files({"architectures": ["ElectraForPreTraining"]}, facts)["README.md"])
     xlnet = card_files({"architectures": ["XLNetLMHeadModel"], "eos_token_id": 2, "pad_token_id": 1}, facts)
-    assert json.loads(xlnet["generation_config.json"]) == {"eos_token_id": 2, "pad_token_id": 1}
+    assert json.loads(xlnet["generation_config.json"]) == {"eos_token_id": 2, "pad_token_id": 1, "do_sample": False}
     assert card_files({"architectures": ["XLNetLMHeadModel"]}, None) == {}
 
 

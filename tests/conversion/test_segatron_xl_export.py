@@ -13,7 +13,7 @@ import torch
 from conftest import binarized_wikitext, run_cli
 from shipped_imports import assert_imports_only
 from test_importers import SEGATRON_XL, in_their_output_order, needs_authors_fixture
-from transformers_newest import newest_causal_lm_runs
+from transformers_newest import newest_causal_lm_runs, newest_tokenizer_and_pipeline
 
 TGT_LEN = 40
 STREAM_TOKENS = 150  # four segments, the last one short
@@ -270,6 +270,26 @@ def test_generate_continues_a_text_with_the_tokens_of_fairseqs_sampler(tmp_path,
     padded[0, 0] = 0
     with pytest.raises(ValueError, match="attention_mask hides positions"):
         model.generate(encoded["input_ids"], attention_mask=padded, max_new_tokens=2)
+
+
+@pytest.mark.end_to_end
+def test_text_generation_pipeline_of_the_newest_release_decodes_greedily_by_default(tmp_path, corpus):
+    """transformers 5's text-generation pipeline samples at temperature 0.7 unless the model's generation config
+    says otherwise: the export's generation_config.json asks for greedy decoding, so the pipeline, given no
+    decoding option, continues a raw prompt with the tokens of greedy generate() in 4.35.2."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    checkpoint = Path(_random_checkpoint(tmp_path / "model", corpus, GENERATION_CASES["segatron_query"][0]))
+    out = tmp_path / "hf"
+    run_cli("segatron-export", "hf", "--checkpoint", checkpoint, "--data", corpus, "--out", out)
+    tokenizer = AutoTokenizer.from_pretrained(out, trust_remote_code=True)
+    model = AutoModelForCausalLM.from_pretrained(out, trust_remote_code=True).eval()
+    prompt = tokenizer(PROMPT, return_tensors="pt")["input_ids"]
+    with torch.no_grad():
+        greedy = model.generate(prompt, max_new_tokens=12, do_sample=False)[0, prompt.size(1):]
+    newest = newest_tokenizer_and_pipeline(tmp_path, out, "text-generation", [(PROMPT,)], PROMPT, max_new_tokens=12,
+                                           return_full_text=False)
+    assert newest["pipeline"][0]["generated_text"] == tokenizer.decode(greedy), newest["version"]
 
 
 def _assert_sampled_from_the_hubs_distributions(hub, model, encoded, steps, case, monkeypatch):

@@ -119,15 +119,18 @@ def model_card(config: Dict, facts: CheckpointFacts) -> str:
 
 
 def generation_config(config: Dict) -> Optional[str]:
-    """generation_config.json of a causal language model's config (None for other classes)."""
+    """generation_config.json of a causal language model's config (None for other classes): its ids, and
+    greedy decoding as fairseq's default, which transformers 5's text-generation pipeline would otherwise
+    replace by sampling at temperature 0.7 (its defaults for what a model's generation config leaves unset)."""
     architecture = (config.get("architectures") or [""])[0]
     if _pipeline_tag(architecture) != "text-generation":
         return None
-    ids = {name: config[name] for name in ("bos_token_id", "eos_token_id", "pad_token_id")
-           if config.get(name) is not None}
+    settings = {name: config[name] for name in ("bos_token_id", "eos_token_id", "pad_token_id")
+                if config.get(name) is not None}
     if config.get("model_type") == "segatron_xl":  # as segatron-fairseq's sampler, which never draws <pad> or <s>
-        ids["suppress_tokens"] = [config["pad_token_id"], config["bos_token_id"]]
-    return json.dumps(ids, indent=2)
+        settings["suppress_tokens"] = [config["pad_token_id"], config["bos_token_id"]]
+    settings["do_sample"] = False
+    return json.dumps(settings, indent=2)
 
 
 def card_files(config: Dict, facts: Optional[CheckpointFacts]) -> Dict[str, str]:

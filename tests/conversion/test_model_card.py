@@ -64,3 +64,36 @@ def test_the_perplexity_of_a_language_model_task(segatron_xl_trained, loss, figu
     assert figure in model_card({"architectures": ["SegatronXLForCausalLM"]}, facts)
     facts.task = "segabert_sentence_prediction"  # a classifier's loss: no perplexity
     assert "perplexity" not in model_card({"architectures": ["SegaBertForMaskedLM"]}, facts)
+
+
+def test_the_cards_command_builds_the_model_of_a_yaml_run(tmp_path):
+    """A yaml run's configuration names the model (segatron_xl), not a sized architecture: the card's command
+    adds the model's fields off the architecture's defaults, so fairseq's parser, given the command, sets every
+    field of the checkpoint's model section (a flag for a true bool, the authors' distances as a string)."""
+    import dataclasses
+    import shlex
+
+    from fairseq import options
+    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+    from omegaconf import OmegaConf
+
+    from segatron_fairseq.models.segatron_xl import SegatronXLConfig
+
+    model = {**{f.name: getattr(SegatronXLConfig(), f.name) for f in dataclasses.fields(SegatronXLConfig)},
+             "_name": "segatron_xl", "decoder_layers": 3, "decoder_embed_dim": 48, "mem_len": 24, "pre_norm": True,
+             "dropout": 0.05, "segment_distance_origin": "window_end", "adaptive_softmax_cutoff": "20,40"}
+    cfg = OmegaConf.create({"model": model, "task": {"_name": "segatron_lm", "data": "DATA"},
+                            "criterion": {"_name": "segatron_lm_loss"}, "optimizer": {"_name": "adam"},
+                            "optimization": {"lr": [0.001], "max_update": 10}, "dataset": {"batch_size": 4}})
+    facts = checkpoint_facts("checkpoint_last.pt", {"cfg": cfg}, "segatron_xl", "segatron_lm")
+    assert not facts.unset_model_fields
+    card = model_card({"architectures": ["SegatronXLForCausalLM"], "auto_map": {}}, facts)
+    command = shlex.split(card.split("```bash\n")[1].split("\n```")[0])
+    assert command[:2] == ["fairseq-train", "DATA"]
+    assert "--pre-norm" in command and "--decoder-layers" in command and "--decoder-ffn-embed-dim" not in command
+    (tmp_path / "dict.txt").write_text("a 1\n")
+    args = options.parse_args_and_arch(options.get_training_parser(), [str(tmp_path)] + command[2:])
+    built = convert_namespace_to_omegaconf(args).model  # what fairseq-train builds the model from
+    for name, value in model.items():
+        if name != "_name":
+            assert built[name] == value, name

@@ -15,9 +15,11 @@ settings, and the held-out figure when the checkpoint has one)::
     # segatron_xl (segatron_xl_wt103_base), exported by segatron-fairseq
     ...
 """
+import argparse
+import dataclasses
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
 # the tasks whose validation loss is a language model's cross-entropy (base 2, fairseq's) over its targets
@@ -45,6 +47,10 @@ class CheckpointFacts:
     settings: List[Tuple[str, str]]  # (fairseq-train option, value) of SETTINGS the checkpoint sets
     val_loss: Optional[float]  # the last validation loss, base 2 (None: trained without validation)
     num_updates: Optional[int]
+    # (option, value) that make --arch build the checkpoint's model: its fields off the architecture's defaults
+    # (a yaml run's model: segatron_xl with its sizes); value "" for a flag
+    model_options: List[Tuple[str, str]] = field(default_factory=list)
+    unset_model_fields: List[str] = field(default_factory=list)  # fields off their defaults no option can give
 
 
 def _section(cfg, name: str):
@@ -54,6 +60,49 @@ def _section(cfg, name: str):
 
 def _field(section, name: str):
     return section.get(name) if hasattr(section, "get") else getattr(section, name, None)
+
+
+def _architecture_defaults(arch: str) -> Dict:
+    """The model fields' values that ``--arch arch`` gives when no option sets them: the architecture's
+    function applied to an empty namespace, then the registered model's dataclass defaults."""
+    from fairseq.models import ARCH_CONFIG_REGISTRY, ARCH_MODEL_NAME_REGISTRY, MODEL_DATACLASS_REGISTRY
+
+    defaults = {}
+    model_class = MODEL_DATACLASS_REGISTRY.get(ARCH_MODEL_NAME_REGISTRY.get(arch))
+    if model_class is not None:
+        for each in dataclasses.fields(model_class):
+            if each.default is not dataclasses.MISSING:
+                defaults[each.name] = each.default
+            elif each.default_factory is not dataclasses.MISSING:
+                defaults[each.name] = each.default_factory()
+    namespace = argparse.Namespace()
+    ARCH_CONFIG_REGISTRY[arch](namespace)
+    return {**defaults, **vars(namespace)}
+
+
+def _model_options(model_cfg, arch: Optional[str]) -> Tuple[List[Tuple[str, str]], List[str]]:
+    """(options, fields no option gives) that rebuild ``model_cfg`` with ``--arch arch``: the fields that
+    are options of the model (not those an architecture derives, as RoBERTa's max_source_positions)."""
+    from fairseq.models import ARCH_CONFIG_REGISTRY, ARCH_MODEL_REGISTRY
+
+    if arch not in ARCH_CONFIG_REGISTRY:
+        return [], []
+    defaults = _architecture_defaults(arch)
+    parser = argparse.ArgumentParser()
+    ARCH_MODEL_REGISTRY[arch].add_args(parser)
+    items = model_cfg.items() if hasattr(model_cfg, "items") else vars(model_cfg).items()
+    options, unset = [], []
+    for name, value in items:
+        option = "--" + name.replace("_", "-")
+        if option not in parser._option_string_actions or name not in defaults or value == defaults[name]:
+            continue
+        if isinstance(value, bool) and value and not defaults[name]:
+            options.append((option, ""))
+        elif isinstance(value, (int, float, str)) and not isinstance(value, bool):
+            options.append((option, str(value)))
+        else:
+            unset.append(f"{name}={value}")
+    return options, unset
 
 
 def checkpoint_facts(path: str, state: dict, model: str, task: str) -> CheckpointFacts:
@@ -73,8 +122,9 @@ def checkpoint_facts(path: str, state: dict, model: str, task: str) -> Checkpoin
     for _, key, _, meter in dict(extra.get("metrics") or {}).get("default", []):
         if key == "num_updates":
             updates = int(meter["val"])
+    model_options, unset = _model_options(_section(cfg, "model"), dict(settings).get("--arch"))
     return CheckpointFacts(os.path.basename(path), model, task, _field(_section(cfg, "task"), "data"), settings,
-                           None if val_loss is None else float(val_loss), updates)
+                           None if val_loss is None else float(val_loss), updates, model_options, unset)
 
 
 def _pipeline_tag(architecture: str) -> Optional[str]:
@@ -102,8 +152,15 @@ def model_card(config: Dict, facts: CheckpointFacts) -> str:
     auto = {"fill-mask": "AutoModelForMaskedLM", "text-generation": "AutoModelForCausalLM"}.get(tag, "AutoModel")
     trust = ", trust_remote_code=True" if remote else ""
     arch = dict(facts.settings).get("--arch", facts.model)
+    settings = []
+    for option, value in facts.settings:
+        settings.append(f"{option} {value}")
+        if option == "--arch":
+            settings += [f"{name} {value}".rstrip() for name, value in facts.model_options]
     command = " ".join(["fairseq-train", facts.data or "DATA", "--user-dir segatron_fairseq", "--task", facts.task,
-                        *[f"{option} {value}" for option, value in facts.settings]])
+                        *settings])
+    unset = (f"Model fields off their defaults that no option above sets: {', '.join(facts.unset_model_fields)}."
+             if facts.unset_model_fields else "")
     lines = metadata + [
         f"# {facts.model} ({arch}), exported by segatron-fairseq", "",
         f"`{architecture}` exported with `segatron-export hf` from the fairseq checkpoint `{facts.path}` of "
@@ -113,7 +170,7 @@ def model_card(config: Dict, facts: CheckpointFacts) -> str:
         "## Training", "",
         f"Task `{facts.task}` on `{facts.data or 'unknown data'}`. The main settings of the checkpoint's "
         "configuration (fairseq keeps the configuration, not the command line):", "",
-        "```bash", command, "```", "", _held_out(facts), "",
+        "```bash", command, "```", "", *([unset, ""] if unset else []), _held_out(facts), "",
     ]
     return "\n".join(lines)
 

@@ -22,7 +22,13 @@ def load_corpus_dictionary(data: str, source: str, *appended: str) -> Dictionary
     ``data`` (the error says it)."""
     path = os.path.join(data, DICT_FILE)
     if not os.path.isfile(path):
-        raise FileNotFoundError(f"{path} not found: {source} must be a segatron-preprocess directory")
+        if not os.path.lexists(data):
+            problem = f"{data}: no such directory"
+        elif not os.path.isdir(data):
+            problem = f"{data}: a file, not a directory"
+        else:
+            problem = f"{path} not found"
+        raise FileNotFoundError(f"{problem}: {source} must be a segatron-preprocess directory")
     dictionary = Dictionary.load(path)
     for symbol in appended:
         dictionary.add_symbol(symbol)

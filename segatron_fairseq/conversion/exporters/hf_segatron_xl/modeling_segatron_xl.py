@@ -305,7 +305,7 @@ class SegatronXLModel(SegatronXLPreTrainedModel):
         kept = self.config.mem_len if memory_length is None else memory_length
         new_memory = SegatronXLMemory(next_window(inputs, counters, memory, kept), generation_stream) if use_cache \
             else None
-        if not (return_dict if return_dict is not None else self.config.use_return_dict):
+        if not (return_dict if return_dict is not None else self.config.return_dict):
             return hidden, new_memory
         return BaseModelOutputWithPast(last_hidden_state=hidden, past_key_values=new_memory)
 
@@ -346,7 +346,7 @@ class SegatronXLForCausalLM(SegatronXLPreTrainedModel, GenerationMixin):
         loss = None
         if labels is not None:
             loss = F.cross_entropy(logits[:, :-1].flatten(0, 1).float(), labels[:, 1:].flatten(), ignore_index=-100)
-        if not (return_dict if return_dict is not None else self.config.use_return_dict):
+        if not (return_dict if return_dict is not None else self.config.return_dict):
             return tuple(value for value in (loss, logits, memory) if value is not None)
         return CausalLMOutputWithPast(loss=loss, logits=logits, past_key_values=memory)
 

@@ -29,6 +29,10 @@ class Words:
     def detokenize(symbols: List[str]) -> str:
         return " ".join(symbols)
 
+    @staticmethod
+    def begins_word(symbol: str) -> bool:
+        return True
+
 
 class SentencePiece:
     """``--bpe sentencepiece``: the pieces of a sentencepiece model."""
@@ -63,6 +67,10 @@ class SentencePiece:
 
     def detokenize(self, pieces: List[str]) -> str:
         return self.processor.DecodePieces(pieces)
+
+    @staticmethod
+    def begins_word(piece: str) -> bool:
+        return piece.startswith("\u2581")
 
     @property
     def vocab_size(self) -> int:
@@ -115,6 +123,10 @@ class WordPiece:
     @staticmethod
     def detokenize(pieces: List[str]) -> str:
         return " ".join(pieces).replace(" ##", "")
+
+    @staticmethod
+    def begins_word(piece: str) -> bool:
+        return not piece.startswith("##")
 
     @property
     def vocab_size(self) -> int:

@@ -211,4 +211,4 @@ class CorpusSubwords:
         return self.subwords.detokenize(x.split())
 
     def is_beginning_of_word(self, x: str) -> bool:
-        return x.startswith("\u2581")
+        return self.subwords.begins_word(x)

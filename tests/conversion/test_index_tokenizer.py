@@ -195,3 +195,21 @@ def test_tensors_of_one_text_are_a_batch_of_one(tmp_path, corpus):
     single, listed = tokenizer("It grew .", return_tensors="pt"), tokenizer("It grew .")
     assert single["input_ids"].shape == (1, len(listed["input_ids"]))
     assert single["token_index"][0].tolist() == listed["token_index"]
+
+
+def test_a_stream_decoded_in_two_parts_joins_into_the_whole(tmp_path, corpus):
+    """Cut the ids of a text anywhere (transformers 5's text-generation pipeline decodes the new tokens alone and
+    appends them to the prompt): the part after the cut decodes with the space before its first piece when that
+    piece begins a word (sentencepiece's ▁), none inside a word, and the two parts join into the whole text; the
+    stream's leading </s> opens a text, with no space."""
+    corpus_dir, _ = corpus
+    tokenizer, _ = _tokenizer(tmp_path / "stream", corpus_dir, "stream")
+    ids = tokenizer("The lobster lives near the coast of Norway. It hides under a ledge.")["input_ids"]
+    whole = tokenizer.decode(ids, skip_special_tokens=True)
+    assert not whole.startswith(" ")
+    pieces = tokenizer.convert_ids_to_tokens(ids)
+    assert any(not piece.startswith("\u2581") for piece in pieces[2:])  # some cut falls inside a word
+    for cut in range(2, len(ids)):
+        head, tail = tokenizer.decode(ids[:cut], skip_special_tokens=True), tokenizer.decode(ids[cut:])
+        assert tail.startswith(" ") == pieces[cut].startswith("\u2581"), (cut, pieces[cut])
+        assert head + tail == whole, cut

@@ -273,11 +273,13 @@ def test_generate_continues_a_text_with_the_tokens_of_fairseqs_sampler(tmp_path,
 
 
 @pytest.mark.end_to_end
-def test_text_generation_pipeline_of_the_newest_release_decodes_greedily_by_default(tmp_path, corpus):
+def test_text_generation_pipeline_gives_the_same_text_in_both_releases(tmp_path, corpus):
     """transformers 5's text-generation pipeline samples at temperature 0.7 unless the model's generation config
-    says otherwise: the export's generation_config.json asks for greedy decoding, so the pipeline, given no
-    decoding option, continues a raw prompt with the tokens of greedy generate() in 4.35.2."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    says otherwise, and appends the decoded new tokens to the prompt: the export's generation_config.json asks
+    for greedy decoding, and its tokenizer decodes tokens that continue a text with the space before their first
+    word, so given no option the pipeline writes in 5.x the text it writes in 4.35.2, the prompt followed by
+    greedy generate()'s tokens."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer, pipeline
 
     checkpoint = Path(_random_checkpoint(tmp_path / "model", corpus, GENERATION_CASES["segatron_query"][0]))
     out = tmp_path / "hf"
@@ -286,10 +288,15 @@ def test_text_generation_pipeline_of_the_newest_release_decodes_greedily_by_defa
     model = AutoModelForCausalLM.from_pretrained(out, trust_remote_code=True).eval()
     prompt = tokenizer(PROMPT, return_tensors="pt")["input_ids"]
     with torch.no_grad():
-        greedy = model.generate(prompt, max_new_tokens=12, do_sample=False)[0, prompt.size(1):]
-    newest = newest_tokenizer_and_pipeline(tmp_path, out, "text-generation", [(PROMPT,)], PROMPT, max_new_tokens=12,
-                                           return_full_text=False)
-    assert newest["pipeline"][0]["generated_text"] == tokenizer.decode(greedy), newest["version"]
+        greedy = model.generate(prompt, max_new_tokens=12, do_sample=False)[0]
+    continuation = tokenizer.decode(greedy[prompt.size(1):])
+    assert continuation.startswith(" ") and not continuation.startswith("  ")
+    assert tokenizer.decode(greedy, skip_special_tokens=True) == tokenizer.decode(prompt[0], skip_special_tokens=True) \
+        + continuation  # the whole sequence, which opens with the stream's </s>, has no leading space
+    here = pipeline("text-generation", model=str(out), trust_remote_code=True)(PROMPT, max_new_tokens=12)
+    newest = newest_tokenizer_and_pipeline(tmp_path, out, "text-generation", [(PROMPT,)], PROMPT, max_new_tokens=12)
+    assert here[0]["generated_text"] == PROMPT + continuation
+    assert newest["pipeline"][0]["generated_text"] == PROMPT + continuation, newest["version"]
 
 
 def _assert_sampled_from_the_hubs_distributions(hub, model, encoded, steps, case, monkeypatch):

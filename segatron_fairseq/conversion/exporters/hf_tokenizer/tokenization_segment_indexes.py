@@ -118,6 +118,22 @@ class SegmentIndexTokenizer(PreTrainedTokenizer):
     def convert_tokens_to_string(self, tokens: List[str]) -> str:
         return self.segmenter.subwords.detokenize(tokens)
 
+    def _decode(self, token_ids, *args, **kwargs) -> str:
+        """The text of ``token_ids``. In the stream layout, ids that do not open
+        a stream (their first is not its leading ``</s>``) continue a text: when
+        they begin with a word, their text begins with the space before it, so
+        that a prompt followed by the decoded new tokens (transformers 5's
+        text-generation pipeline) reads as the whole sequence decoded."""
+        text = super()._decode(token_ids, *args, **kwargs)
+        ids = [token_ids] if isinstance(token_ids, int) else list(token_ids)
+        if self.settings["layout"] != "stream" or not ids or ids[0] == self.eos_token_id or not text \
+                or text[0].isspace():
+            return text
+        first = next((i for i in ids if i not in self.all_special_ids), None)
+        if first is not None and self.segmenter.subwords.begins_word(self._convert_id_to_token(first)):
+            return " " + text
+        return text
+
     def build_inputs_with_special_tokens(self, token_ids_0: List[int],
                                          token_ids_1: Optional[List[int]] = None) -> List[int]:
         if self.settings["layout"] != "encoder":

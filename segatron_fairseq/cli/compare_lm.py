@@ -150,14 +150,15 @@ def validation_args(validate_every: int):
     return ["--validate-interval-updates", validate_every, "--validate-interval", 10**9]
 
 
-def score_by_kind(args, checkpoint: str):
-    """``losses_by_kind`` of ``checkpoint`` on the test split (segatron-loss-by-boundary's scoring)."""
-    tokens, sentence_start, paragraph_start = read_stream(os.path.join(args.data, "test"))
+def score_by_kind(args, checkpoint: str, test_stream):
+    """``losses_by_kind`` of ``checkpoint`` on ``test_stream`` (``read_stream`` of the test split: tokens,
+    sentence and paragraph starts), as segatron-loss-by-boundary scores a split."""
+    tokens, sentence_start, paragraph_start = test_stream
     losses = checkpoint_losses(checkpoint, args.data, tokens, sentence_start, paragraph_start, args.tgt_len)
     return losses_by_kind(losses, sentence_start, paragraph_start)
 
 
-def train_and_score(args, name):
+def train_and_score(args, name, test_stream):
     work = os.path.join(args.workdir, name)
     fresh_folder(work)
     device = ["--cpu"] if not torch.cuda.is_available() else []
@@ -178,7 +179,7 @@ def train_and_score(args, name):
     result = {"variant": name, "params": params, "updates": args.max_update, "train_seconds": round(seconds, 1)}
     for split in ("valid", "test"):
         result[split] = evaluate(args, checkpoint, split, os.path.join(work, f"eval_{split}.log"))["ppl"]
-    result["test_by_kind"] = score_by_kind(args, checkpoint)
+    result["test_by_kind"] = score_by_kind(args, checkpoint, test_stream)
     print(f"  {name}: valid {result['valid']:.2f}, test {result['test']:.2f} ({seconds:.0f} s)", flush=True)
     return result
 
@@ -224,7 +225,8 @@ def _compare(p, args) -> None:
     check_folders(p, args, variants)
     print(f"training {len(variants)} variants on {args.data}: {args.layers} layers, d={args.dim}, "
           f"{args.max_update} updates of {args.batch_size} x {args.tgt_len} tokens, seed {args.seed}", flush=True)
-    results = [train_and_score(args, name) for name in variants]
+    test_stream = read_stream(os.path.join(args.data, "test"))  # the same for every variant
+    results = [train_and_score(args, name, test_stream) for name in variants]
     print()
     print(format_table(results))
     if args.out:

@@ -244,7 +244,7 @@ def cli_main(argv=None) -> None:
         if len(labels) != len(args.logs):
             parser.error(f"--labels has {len(labels)} names for {len(args.logs)} logs")
         splits = tuple(args.splits.split(","))
-        if not splits or not set(splits) <= set(CURVE_STYLES):
+        if not set(splits) <= set(CURVE_STYLES):
             parser.error(f"--splits {args.splits}: choose from {','.join(CURVE_STYLES)}")
     with exit_on_user_error(parser.prog):
         for extension in (".png", ".svg"):

@@ -16,7 +16,6 @@ settings, and the held-out figure when the checkpoint has one)::
     ...
 """
 import argparse
-import dataclasses
 import json
 import os
 from dataclasses import dataclass, field
@@ -67,14 +66,8 @@ def _architecture_defaults(arch: str) -> Dict:
     function applied to an empty namespace, then the registered model's dataclass defaults."""
     from fairseq.models import ARCH_CONFIG_REGISTRY, ARCH_MODEL_NAME_REGISTRY, MODEL_DATACLASS_REGISTRY
 
-    defaults = {}
-    model_class = MODEL_DATACLASS_REGISTRY.get(ARCH_MODEL_NAME_REGISTRY.get(arch))
-    if model_class is not None:
-        for each in dataclasses.fields(model_class):
-            if each.default is not dataclasses.MISSING:
-                defaults[each.name] = each.default
-            elif each.default_factory is not dataclasses.MISSING:
-                defaults[each.name] = each.default_factory()
+    model_config = MODEL_DATACLASS_REGISTRY.get(ARCH_MODEL_NAME_REGISTRY.get(arch))
+    defaults = vars(model_config()) if model_config is not None else {}
     namespace = argparse.Namespace()
     ARCH_CONFIG_REGISTRY[arch](namespace)
     return {**defaults, **vars(namespace)}

@@ -56,6 +56,8 @@ from .sentences import sentence_numbers  # noqa: F401,E402  isort: skip
 from .subwords import Words  # noqa: F401,E402  isort: skip
 from .units import Unit  # noqa: F401,E402  isort: skip
 
+logger = logging.getLogger(__name__)
+
 
 def band_ends(config: SegatronXLConfig) -> List[int]:
     """The end (exclusive) of each band of ids: the cutoffs, then the vocabulary size."""
@@ -226,15 +228,15 @@ class SegatronXLPreTrainedModel(PreTrainedModel):
                 nn.init.zeros_(bias)
 
 
-logger = logging.getLogger(__name__)
 # from_pretrained's options that say where and how to fetch files, passed on to the tokenizer
 _HUB_OPTIONS = ("cache_dir", "revision", "token", "use_auth_token", "local_files_only", "force_download", "proxies",
                 "subfolder")
 
 
-def _given_memory(past_key_values: Optional[SegatronXLMemory], kwargs: dict) -> Optional[SegatronXLMemory]:
+def _given_memory(past_key_values: Optional[SegatronXLMemory],
+                  cache: Optional[SegatronXLMemory]) -> Optional[SegatronXLMemory]:
     """The memory passed as ``past_key_values`` or, by transformers 5.24's generate(), as ``cache``."""
-    return past_key_values if past_key_values is not None else kwargs.pop("cache", None)
+    return past_key_values if past_key_values is not None else cache
 
 
 def _check_unpadded(attention_mask: Optional[Tensor]) -> None:
@@ -286,7 +288,7 @@ class SegatronXLModel(SegatronXLPreTrainedModel):
         ``generation_stream`` attached. Rows are never padded: an
         ``attention_mask`` that hides a position is refused."""
         _check_unpadded(kwargs.get("attention_mask"))
-        past_key_values = _given_memory(past_key_values, kwargs)
+        past_key_values = _given_memory(past_key_values, kwargs.pop("cache", None))
         memory = None if past_key_values is None else past_key_values.window
         if memory is not None and memory.hidden[0].size(1) != input_ids.size(0):
             raise ValueError(f"past_key_values holds {memory.hidden[0].size(1)} rows, input_ids "
@@ -335,8 +337,8 @@ class SegatronXLForCausalLM(SegatronXLPreTrainedModel, GenerationMixin):
         tokens, shifted here as transformers' causal LMs do (position t
         predicts labels[t + 1]; -100 ignored), for ``loss``, the mean NLL.
         Returns ``logits`` (B, T, V) and the memory as ``past_key_values``."""
-        hidden, memory = self.transformer(input_ids, sentence_starts, paragraph_starts,
-                                          _given_memory(past_key_values, kwargs), use_cache=use_cache,
+        memory = _given_memory(past_key_values, kwargs.pop("cache", None))
+        hidden, memory = self.transformer(input_ids, sentence_starts, paragraph_starts, memory, use_cache=use_cache,
                                           return_dict=False, attention_mask=kwargs.get("attention_mask"),
                                           memory_length=memory_length, generation_stream=generation_stream)
         if self.adaptive_softmax is not None:
@@ -403,7 +405,7 @@ class SegatronXLForCausalLM(SegatronXLPreTrainedModel, GenerationMixin):
         are flagged token by token. transformers 5.24 passes the memory as
         ``cache``."""
         _check_unpadded(attention_mask)
-        memory = past_key_values if past_key_values is not None else cache
+        memory = _given_memory(past_key_values, cache)
         stream = None if memory is None else memory.stream
         window = self.config.generation_window
         causal = self.config.segment_distance_origin != "window_end" or not self.transformer.has_segment_parts

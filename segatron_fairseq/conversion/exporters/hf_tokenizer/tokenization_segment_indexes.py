@@ -129,7 +129,8 @@ class SegmentIndexTokenizer(PreTrainedTokenizer):
         if self.settings["layout"] != "stream" or not ids or ids[0] == self.eos_token_id or not text \
                 or text[0].isspace():
             return text
-        first = next((i for i in ids if i not in self.all_special_ids), None)
+        special = set(self.all_special_ids)  # (a property rebuilt at each reading)
+        first = next((i for i in ids if i not in special), None)
         if first is not None and self.segmenter.subwords.begins_word(self._convert_id_to_token(first)):
             return " " + text
         return text

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Install if needed, then run the test suite, each run printing its 25 slowest tests.
+# Install if needed (with the test requirements: install.sh --test), then run the test suite, each run
+# printing its 25 slowest tests.
 #
 #   bash scripts/test.sh           everything (CI): two tests at a time (pytest-xdist; the subprocesses
 #                                  the tests start use one thread each), then the memory-heavy tests alone,
@@ -17,7 +18,7 @@ if [[ "${1:-}" == "--quick" ]]; then
   QUICK=1
   shift
 fi
-bash "$ROOT/scripts/install.sh" || exit 1
+bash "$ROOT/scripts/install.sh" --test || exit 1
 cd "$ROOT"
 PY="$ROOT/.venv/bin/python"
 if [[ $QUICK -eq 1 ]]; then

@@ -213,3 +213,48 @@ def test_a_stream_decoded_in_two_parts_joins_into_the_whole(tmp_path, corpus):
         head, tail = tokenizer.decode(ids[:cut], skip_special_tokens=True), tokenizer.decode(ids[cut:])
         assert tail.startswith(" ") == pieces[cut].startswith("\u2581"), (cut, pieces[cut])
         assert head + tail == whole, cut
+
+
+
+_LOAD = """
+import sys
+sys.path.insert(0, sys.argv[1])  # run with -S: this folder is the environment
+from transformers import AutoTokenizer
+try:
+    AutoTokenizer.from_pretrained(sys.argv[2], trust_remote_code=True)
+except ImportError as error:
+    print("ImportError:", error, "| remote modules imported:",
+          sorted(name for name in sys.modules if name.startswith("transformers_modules.")))
+else:
+    print("loaded")
+"""
+
+
+@pytest.mark.parametrize("release", ["4.35.2", "newest"])
+def test_with_only_torch_and_transformers_transformers_names_what_the_tokenizer_needs(tmp_path, corpus, release):
+    """In an environment of only torch and transformers (and what they require: scripts/share_packages.py links
+    them), loading the exported tokenizer ends in transformers' own message naming nltk and sentencepiece with the
+    pip command, before any of the directory's code is imported; with those two added, it loads."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+    from transformers_newest import NEWEST_PYTHON
+
+    corpus_dir, _ = corpus
+    _tokenizer(tmp_path / "tok", corpus_dir, "encoder")
+    python = sys.executable if release == "4.35.2" else str(NEWEST_PYTHON)
+    env = {"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin", "HF_HOME": str(tmp_path / "hf")}
+
+    def load(*packages: str) -> str:
+        view = tmp_path / "-".join(packages)
+        subprocess.run([python, str(ROOT / "scripts" / "share_packages.py"), str(view), *packages], check=True,
+                       stdout=subprocess.DEVNULL)
+        return subprocess.run([python, "-S", "-c", _LOAD, str(view), str(tmp_path / "tok")], env=env, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT).stdout
+
+    out = load("torch", "transformers")
+    assert "requires the following packages that were not found in your environment" in out, out[-2000:]
+    assert "pip install" in out and "nltk" in out and "sentencepiece" in out
+    assert out.rstrip().endswith("remote modules imported: []"), out[-2000:]
+    assert load("torch", "transformers", "nltk", "sentencepiece").rstrip().endswith("loaded")

@@ -33,6 +33,9 @@ def test_a_trained_segatron_xl_exports_with_its_card_and_generation_config(segat
     assert "--task segatron_lm --arch segatron_xl_tiny --criterion segatron_lm_loss --optimizer adam" in card
     assert "--max-update 30 --batch-size 4" in card
     assert 'AutoModelForCausalLM.from_pretrained("path/to/this/directory", trust_remote_code=True)' in card
+    # what the remote code and the modules shipped with it import (tests/conversion/test_export_requirements.py)
+    assert "## Requirements" in card and \
+        '\npip install torch "transformers>=4.35.2" nltk numpy sentencepiece tokenizers\n' in card
     config = json.loads((tmp_path / "hf" / "config.json").read_text())
     generation = GenerationConfig.from_pretrained(tmp_path / "hf")
     assert (generation.eos_token_id, generation.pad_token_id) == (config["eos_token_id"], config["pad_token_id"])
@@ -88,7 +91,9 @@ def test_the_cards_command_builds_the_model_of_a_yaml_run(tmp_path):
     facts = checkpoint_facts("checkpoint_last.pt", {"cfg": cfg}, "segatron_xl", "segatron_lm")
     assert not facts.unset_model_fields
     card = model_card({"architectures": ["SegatronXLForCausalLM"], "auto_map": {}}, facts)
-    command = shlex.split(card.split("```bash\n")[1].split("\n```")[0])
+    blocks = [block.split("\n```")[0] for block in card.split("```bash\n")[1:]]
+    assert blocks[0].startswith("pip install")  # ## Requirements
+    command = shlex.split(blocks[1])
     assert command[:2] == ["fairseq-train", "DATA"]
     assert "--pre-norm" in command and "--decoder-layers" in command and "--decoder-ffn-embed-dim" not in command
     (tmp_path / "dict.txt").write_text("a 1\n")

@@ -161,3 +161,55 @@ def test_fairseq_train_exits_cleanly_with_data_loading_in_the_main_process(tmp_p
                   "--save-dir", tmp_path / f"ckpt{run}", "--no-epoch-checkpoints", "--cpu", "--disable-validation",
                   separate_process=True)  # the exit of a process of its own is what is checked
         assert "done training" in out and "terminate called" not in out
+
+
+def test_torch_is_pinned_at_the_version_pip_installed_not_at_its___version__(tmp_path):
+    """The package index's CUDA wheels of torch report ``2.13.0+cu130`` as ``torch.__version__`` while pip installed
+    ``torch 2.13.0``: ``torch==2.13.0+cu130`` (the pin read from ``__version__``) is a requirement no index meets."""
+    import subprocess
+    import sys
+
+    site = tmp_path / "site"
+    (site / "torch").mkdir(parents=True)
+    (site / "torch" / "__init__.py").write_text('__version__ = "2.13.0+cu130"\n')
+    (site / "torch-2.13.0.dist-info").mkdir()
+    (site / "torch-2.13.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: torch\nVersion: 2.13.0\n")
+    env = {"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"}
+
+    def run(*args):
+        return subprocess.run([sys.executable, *args], env=env, check=True, stdout=subprocess.PIPE,
+                              text=True).stdout.strip()
+
+    assert run("-c", "import torch; print(torch.__version__)") == "2.13.0+cu130"  # the label pip never saw
+    assert run(str(ROOT / "scripts" / "pinned_requirements.py"), "torch") == "torch==2.13.0"
+    install = (ROOT / "scripts" / "install.sh").read_text()
+    assert "torch.__version__" not in install and install.count("pinned_requirements.py\" torch") == 2
+
+
+def test_a_second_environment_imports_the_shared_torch_without_a_copy(tmp_path):
+    """scripts/share_packages.py: an environment made beside .venv sees .venv's torch (and what torch requires) as
+    installed, through links, and nothing else of .venv."""
+    import importlib.metadata
+    import os
+    import subprocess
+    import sys
+    import sysconfig
+
+    env_dir, shared = tmp_path / "env", tmp_path / "env" / "shared"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env_dir)], check=True)
+    listed = subprocess.run([sys.executable, str(ROOT / "scripts" / "share_packages.py"), str(shared), "torch"],
+                            check=True, stdout=subprocess.PIPE, text=True).stdout.split()
+    torch_version = importlib.metadata.version("torch")
+    assert f"torch=={torch_version}" in listed and any(line.startswith("sympy==") for line in listed)
+    assert all(os.path.islink(shared / name) for name in os.listdir(shared))
+    assert os.path.realpath(shared / "torch") == os.path.dirname(torch.__file__)
+    python = env_dir / "bin" / "python"
+    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          check=True, stdout=subprocess.PIPE, text=True).stdout.strip()
+    assert site != sysconfig.get_paths()["purelib"]
+    with open(os.path.join(site, "shared.pth"), "w") as f:
+        f.write(f"{shared}\n")
+    probe = ("import importlib.metadata as m, importlib.util as u, torch; "
+             "print(m.version('torch'), torch.ones(2).sum().item(), u.find_spec('fairseq'), u.find_spec('nltk'))")
+    out = subprocess.run([str(python), "-c", probe], check=True, stdout=subprocess.PIPE, text=True).stdout.split()
+    assert out == [torch_version, "2.0", "None", "None"]

@@ -12,6 +12,7 @@ from torch import Tensor
 from segatron_fairseq.conversion.bert_names import BERT_SPECIAL_NAMES, ENCODER_LAYER_KEYS
 
 from .model_card import CheckpointFacts, card_files
+from .requirements import imported_packages
 
 logger = logging.getLogger(__name__)
 
@@ -129,8 +130,9 @@ def write_directory(out_dir: str, config: Dict, state: Dict[str, Tensor], files:
     """``out_dir`` (which must not exist): config.json, model.safetensors,
     ``files`` (name -> text) and ``copies`` (name -> the file to copy: remote
     code, a sentencepiece model); with ``facts`` (the source checkpoint's) the
-    model card and generation_config.json (``model_card``). Every file gets
-    an ordinary file's mode (0666 less the umask)."""
+    model card, which lists the packages the directory's Python files import
+    (``requirements``), and generation_config.json (``model_card``). Every
+    file gets an ordinary file's mode (0666 less the umask)."""
     from safetensors.torch import save
 
     if os.path.exists(out_dir):
@@ -143,7 +145,13 @@ def write_directory(out_dir: str, config: Dict, state: Dict[str, Tensor], files:
         # through open(): safetensors' save_file writes a temporary file of mode 0600 and renames it
         with open(os.path.join(staging, "model.safetensors"), "wb") as f:
             f.write(save(tensors, metadata={"format": "pt"}))
-        for name, text in {**files, **card_files(config, facts), "config.json": json.dumps(config, indent=2)}.items():
+        sources = {name: text for name, text in files.items() if name.endswith(".py")}
+        for name, source in copies.items():
+            if name.endswith(".py"):
+                with open(source, encoding="utf-8") as f:
+                    sources[name] = f.read()
+        cards = card_files(config, facts, imported_packages(sources))
+        for name, text in {**files, **cards, "config.json": json.dumps(config, indent=2)}.items():
             with open(os.path.join(staging, name), "w", encoding="utf-8") as f:
                 f.write(text)
         for name, source in copies.items():

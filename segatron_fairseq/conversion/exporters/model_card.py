@@ -19,7 +19,9 @@ import argparse
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from .requirements import pip_command
 
 # the tasks whose validation loss is a language model's cross-entropy (base 2, fairseq's) over its targets
 LANGUAGE_MODEL_TASKS = ("segatron_lm", "xlnet_plm", "segabert_mlm", "cross_thought_mlm", "cloze_lm")
@@ -134,8 +136,9 @@ def _held_out(facts: CheckpointFacts) -> str:
     return f"Held out: {figure}{at}, the last validation of the checkpoint."
 
 
-def model_card(config: Dict, facts: CheckpointFacts) -> str:
-    """README.md of a directory whose config.json is ``config``."""
+def model_card(config: Dict, facts: CheckpointFacts, packages: Sequence[str] = ()) -> str:
+    """README.md of a directory whose config.json is ``config`` and whose Python files import ``packages``
+    (``requirements.imported_packages``)."""
     architecture = (config.get("architectures") or [config.get("model_type", "model")])[0]
     remote = "auto_map" in config
     tag = _pipeline_tag(architecture)
@@ -160,6 +163,10 @@ def model_card(config: Dict, facts: CheckpointFacts) -> str:
         f"segatron-fairseq's `{facts.model}` model" + (" (remote code: `trust_remote_code=True`)." if remote else "."),
         "", "```python", f"from transformers import {auto}",
         f'model = {auto}.from_pretrained("path/to/this/directory"{trust})', "```", "",
+        "## Requirements", "",
+        "torch and transformers (tested in 4.35.2 and 5.24)" +
+        (f", and what the remote code imports: {', '.join(packages)}:" if packages else ":"), "",
+        "```bash", pip_command(packages), "```", "",
         "## Training", "",
         f"Task `{facts.task}` on `{facts.data or 'unknown data'}`. The main settings of the checkpoint's "
         "configuration (fairseq keeps the configuration, not the command line):", "",
@@ -183,11 +190,12 @@ def generation_config(config: Dict) -> Optional[str]:
     return json.dumps(settings, indent=2)
 
 
-def card_files(config: Dict, facts: Optional[CheckpointFacts]) -> Dict[str, str]:
-    """README.md and, for a causal language model, generation_config.json (name -> text); none without facts."""
+def card_files(config: Dict, facts: Optional[CheckpointFacts], packages: Sequence[str] = ()) -> Dict[str, str]:
+    """README.md and, for a causal language model, generation_config.json (name -> text); none without facts.
+    ``packages``: what the directory's Python files import (``requirements.imported_packages``)."""
     if facts is None:
         return {}
-    files = {"README.md": model_card(config, facts)}
+    files = {"README.md": model_card(config, facts, packages)}
     generation = generation_config(config)
     if generation is not None:
         files["generation_config.json"] = generation

@@ -56,6 +56,12 @@ from .sentences import sentence_numbers  # noqa: F401,E402  isort: skip
 from .subwords import Words  # noqa: F401,E402  isort: skip
 from .units import Unit  # noqa: F401,E402  isort: skip
 
+# transformers checks the imports of this file alone before it runs it: the packages the shipped modules
+# import besides torch that transformers does not itself require (sentences: nltk, when called; subwords:
+# sentencepiece) are imported here, so that a missing one is named before anything runs
+from nltk import tokenize  # noqa: F401,E402  isort: skip
+from sentencepiece import SentencePieceProcessor  # noqa: F401,E402  isort: skip
+
 logger = logging.getLogger(__name__)
 
 

@@ -51,6 +51,12 @@ from .errors import PreprocessError  # noqa: F401,E402  isort: skip
 from .indexer import DocumentIndexer  # noqa: F401,E402  isort: skip
 from .levels import fit_to_table  # noqa: F401,E402  isort: skip
 
+# transformers checks the imports of this file alone before it runs it: the packages the shipped modules
+# import that transformers does not itself require (sentences: nltk, when called; subwords:
+# sentencepiece) are imported here, so that a missing one is named before anything runs
+from nltk import tokenize  # noqa: F401,E402  isort: skip
+from sentencepiece import SentencePieceProcessor  # noqa: F401,E402  isort: skip
+
 ENCODER_KEYS = ("paragraph_index", "sentence_index", "token_index")
 STREAM_KEYS = ("sentence_starts", "paragraph_starts")
 # options of transformers' tokenizers that change nothing here (the layout holds its own special tokens)

@@ -19,6 +19,8 @@ PYTHONS=("$@")
 if [[ ${#PYTHONS[@]} -eq 0 ]]; then
   for minor in 10 11 12 13; do
     found="$(command -v "python3.$minor" || true)"
+    # a pyenv shim is on PATH for every version pyenv has, and runs only the ones selected
+    if [[ -n "$found" ]] && ! "$found" -c "" 2>/dev/null; then found=""; fi
     if [[ -z "$found" ]] && command -v pyenv >/dev/null; then
       found="$(ls -d "$(pyenv root)"/versions/3."$minor".*/bin/python3."$minor" 2>/dev/null | sort -V | tail -1)"
     fi

@@ -48,7 +48,9 @@ TEST_PACKAGES=("pytest" "pytest-xdist" "transformers==4.35.2" "sacremoses" "ruff
 # with --test: exports must also load, with equal outputs, in the newest transformers, which needs a huggingface-hub
 # that 4.35.2 refuses: it lives in a second environment inside .venv that imports .venv's torch
 # (scripts/share_packages.py) and installs the rest itself (tests/transformers_newest.py runs it)
+# (5.21 and newer need Python 3.11: on 3.10, 5.20.2, the last release for it)
 NEWEST_TRANSFORMERS="transformers==5.24.0"
+NEWEST_TRANSFORMERS_PY310="transformers==5.20.2"
 # what the exported tokenizers' remote code imports besides transformers (the binarizer's modules, shipped with them)
 REMOTE_CODE_PACKAGES=("sentencepiece" "nltk")
 
@@ -148,6 +150,9 @@ if [[ $TEST -eq 1 ]] && ! test_current; then
   log "installing the test requirements: ${TEST_PACKAGES[*]}"
   "${PIP[@]}" install -q "${TEST_PACKAGES[@]}" "$TORCH_PIN"
 
+  if ! "$VENV/bin/python" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+    NEWEST_TRANSFORMERS="$NEWEST_TRANSFORMERS_PY310"
+  fi
   log "installing $NEWEST_TRANSFORMERS beside it ($NEWEST), with .venv's torch"
   # made anew by .venv's interpreter: both run the same Python, so they can share compiled packages
   rm -rf "$NEWEST"

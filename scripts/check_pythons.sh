@@ -70,7 +70,7 @@ for python in "${PYTHONS[@]}"; do
     start=$SECONDS
     bash "$clone/scripts/test.sh" --quick -q -p no:cacheprovider >> "$log" 2>&1
     rc=$?
-    counts="$(grep -E '^=+ .*(passed|failed|error).* in ' "$log" | tail -1 | sed -E 's/^=+ //; s/ in [0-9.]+s.*//')"
+    counts="$(grep -E '(passed|failed|error).* in [0-9.]+s' "$log" | tail -1 | sed -E 's/^=+ //; s/, [0-9]+ warnings?//; s/ in [0-9.]+s.*//')"
     quick="${counts:-no summary} ($((SECONDS - start)) s$([[ $rc -ne 0 ]] && echo ", exit $rc"))"
     [[ $rc -eq 0 ]] || status=1
   fi

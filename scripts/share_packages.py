@@ -19,7 +19,7 @@ import re
 import shutil
 import sys
 from importlib import metadata
-from typing import Dict, List
+from typing import Dict, List, Set
 
 from packaging.requirements import Requirement
 
@@ -29,22 +29,28 @@ def _key(name: str) -> str:
 
 
 def requirement_closure(names: List[str]) -> Dict[str, metadata.Distribution]:
-    """Normalized name -> installed distribution, for ``names`` and everything they require here."""
+    """Normalized name -> installed distribution, for ``names`` and everything they require here, extras
+    included (torch's CUDA build requires ``cuda-toolkit[cublas,cudart,...]``, whose extras name the nvidia
+    packages)."""
     found: Dict[str, metadata.Distribution] = {}
-    pending = list(names)
+    extras_done: Dict[str, Set[str]] = {}
+    pending = [(name, set()) for name in names]
     while pending:
-        name = pending.pop()
-        if _key(name) in found:
+        name, extras = pending.pop()
+        key = _key(name)
+        if key in extras_done and extras <= extras_done[key]:
             continue
-        try:
-            dist = metadata.distribution(name)
-        except metadata.PackageNotFoundError:
-            sys.exit(f"share_packages: {name} is not installed in {sys.prefix}")
-        found[_key(name)] = dist
-        for text in dist.requires or []:
+        if key not in found:
+            try:
+                found[key] = metadata.distribution(name)
+            except metadata.PackageNotFoundError:
+                sys.exit(f"share_packages: {name} is not installed in {sys.prefix}")
+        extras_done[key] = extras_done.get(key, set()) | extras
+        for text in found[key].requires or []:
             requirement = Requirement(text)
-            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
-                pending.append(requirement.name)
+            if requirement.marker is None or any(requirement.marker.evaluate({"extra": extra})
+                                                 for extra in {""} | extras_done[key]):
+                pending.append((requirement.name, set(requirement.extras)))
     return found
 
 

@@ -213,3 +213,32 @@ def test_a_second_environment_imports_the_shared_torch_without_a_copy(tmp_path):
              "print(m.version('torch'), torch.ones(2).sum().item(), u.find_spec('fairseq'), u.find_spec('nltk'))")
     out = subprocess.run([str(python), "-c", probe], check=True, stdout=subprocess.PIPE, text=True).stdout.split()
     assert out == [torch_version, "2.0", "None", "None"]
+
+
+def test_what_a_shared_package_requires_through_extras_is_shared_too(tmp_path):
+    """torch's CUDA build requires ``cuda-toolkit[cublas,...]``, whose extras name the nvidia packages: they are
+    shared too, or pip in the second environment installs them again (about 1 GB)."""
+    import subprocess
+    import sys
+
+    site = tmp_path / "site"
+
+    def dist(name: str, *requires: str) -> None:
+        (site / name).mkdir(parents=True)
+        (site / name / "__init__.py").write_text("")
+        info = site / f"{name}-1.0.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n" +
+                                       "".join(f"Requires-Dist: {r}\n" for r in requires))
+        (info / "RECORD").write_text(f"{name}/__init__.py,,\n{name}-1.0.dist-info/METADATA,,\n")
+
+    dist("top", "toolkit[runtime]", "plain")
+    dist("toolkit", "runtime_lib; extra == 'runtime'", "unused_lib; extra == 'other'")
+    for name in ("plain", "runtime_lib", "unused_lib"):
+        dist(name)
+    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "share_packages.py"), str(tmp_path / "shared"),
+                          "top"], env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"}, check=True,
+                         stdout=subprocess.PIPE, text=True).stdout.split()
+    assert out == ["plain==1.0", "runtime_lib==1.0", "toolkit==1.0", "top==1.0"]
+    assert sorted(p.name for p in (tmp_path / "shared").iterdir()) == sorted(
+        f"{name}{suffix}" for name in ("plain", "runtime_lib", "toolkit", "top") for suffix in ("", "-1.0.dist-info"))

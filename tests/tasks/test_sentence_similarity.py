@@ -44,6 +44,10 @@ def test_sts_formats(tmp_path):
         read_sts(str(plain))
 
 
+# batched vs one-sentence similarities differ by <= 1.8e-7 (measured, float32, every kind here); 5x that and more
+SIMILARITY_TOLERANCE = 1e-6
+
+
 def _sts_file(path, rng, n):
     with open(path, "w") as f:
         for _ in range(n):
@@ -54,27 +58,47 @@ def _sts_file(path, rng, n):
 
 @pytest.mark.parametrize("kind", ["segabert", "albert", "electra"])
 def test_zero_shot_sts_matches_a_sentence_by_sentence_reference(segabert_corpus, kind, request, tmp_path):
-    """segatron-sts of a pre-trained SegaBERT, ALBERT or ELECTRA (its discriminator) checkpoint."""
+    """segatron-sts of a pre-trained SegaBERT, ALBERT or ELECTRA (its discriminator) checkpoint: its batched,
+    padded embeddings give each pair the similarity a sentence-by-sentence reference gives it, and it prints the
+    correlations of its similarities.
+
+    Pair by pair, not by the correlations: ELECTRA's tiny discriminator embeds every sentence alike (similarities
+    0.99919 to 0.99976, std 1.7e-4), so float32 noise between a padded batch and a single sentence (<= 1.8e-7 in a
+    similarity, ~3 ulps; <= 4.8e-7 in an embedding of norm 8) moves its Pearson x 100 by up to 0.01 (12.0631 vs
+    12.0733 with one thread), more than the table's rounding; pooled padding or a batching mix-up moves a
+    similarity by far more than SIMILARITY_TOLERANCE."""
     import random
+
+    from segatron_fairseq.cli.sts import SentenceEncoder, correlations
+    from segatron_fairseq.models.segabert import SegaBERTModel
 
     _sts_file(tmp_path / "sts.txt", random.Random(0), 24)
     _, _, checkpoint = pretrained_kind(request, kind)
     out = run_cli("segatron-sts", "--checkpoint", checkpoint, "--data", segabert_corpus, "--cpu",
                   tmp_path / "sts.txt")
-    rho, r = map(float, re.search(r"^sts.txt\s+24\s+([-0-9.]+)\s+([-0-9.]+)$", out, re.M).groups())
-    # reference: one sentence at a time (no padding), mean of every position, cosine, scipy
-    from segatron_fairseq.models.segabert import SegaBERTModel
-
+    assert "pooling mean" in out
+    printed = re.search(r"^sts.txt\s+24\s+([-0-9.]+)\s+([-0-9.]+)$", out, re.M).groups()
+    pairs = read_sts(str(tmp_path / "sts.txt"))
+    first, second, gold = pairs
+    # reference: one sentence at a time (no padding), mean of every position, cosine in float64
     hub = SegaBERTModel.from_pretrained(str(checkpoint.parent), checkpoint.name, str(segabert_corpus))
-    first, second, gold = read_sts(str(tmp_path / "sts.txt"))
 
     def embed(text):
-        return hub.extract_features(hub.encode(text))[0].mean(dim=0)
+        return hub.extract_features(hub.encode(text))[0].mean(dim=0).double()
 
-    sims = [float(torch.nn.functional.cosine_similarity(embed(a), embed(b), dim=0)) for a, b in zip(first, second)]
-    assert rho == pytest.approx(100 * stats.spearmanr(sims, gold).statistic, abs=0.01)
-    assert r == pytest.approx(100 * stats.pearsonr(sims, gold).statistic, abs=0.01)
-    assert "pooling mean" in out
+    reference = [float(torch.nn.functional.cosine_similarity(embed(a), embed(b), dim=0))
+                 for a, b in zip(first, second)]
+    # segatron-sts's pieces, in this process: its embeddings (batches of 64, padded), its correlations
+    encoder = SentenceEncoder(str(checkpoint), str(segabert_corpus), None, cpu=True)
+    similarity = torch.nn.functional.cosine_similarity(encoder.embed(first), encoder.embed(second)).double()
+    assert encoder.pooling == "mean"
+    assert similarity.tolist() == pytest.approx(reference, abs=SIMILARITY_TOLERANCE)
+    assert np.ptp(reference) > 100 * SIMILARITY_TOLERANCE  # the pairs differ by more than the tolerance
+    n, rho, r = correlations(encoder, "sts.txt", pairs)
+    assert n == 24
+    assert rho == pytest.approx(100 * stats.spearmanr(similarity, gold).statistic, abs=1e-6)
+    assert r == pytest.approx(100 * stats.pearsonr(similarity, gold).statistic, abs=1e-6)
+    assert printed == (f"{rho:.2f}", f"{r:.2f}")
 
 
 def _nli_files(root, rng):

@@ -227,6 +227,24 @@ def test_the_payload_runs_when_the_file_is_trusted(tmp_path, monkeypatch):
     assert (tmp_path / "MARKER").is_dir()
 
 
+def test_the_ema_weights_load_through_the_same_loader(tmp_path):
+    """fairseq's load_ema_from_checkpoint (its --ema models) reads the file with load_checkpoint_file: the EMA
+    weights in fp32 as the model, and a planted object refused (fairseq's own test of it mocks the open and the
+    torch.load that the patch replaced, so scripts/fairseq_tests.sh deselects it)."""
+    from fairseq.checkpoint_utils import UntrustedCheckpointError, load_ema_from_checkpoint
+
+    ema = {"a": torch.tensor([1]), "b": torch.tensor([0.1], dtype=torch.half)}
+    torch.save({"model": {"a": torch.tensor([9])}, "extra_state": {"ema": ema}}, tmp_path / "ema.pt")
+    state = load_ema_from_checkpoint(str(tmp_path / "ema.pt"))
+    assert state["model"].keys() == {"a", "b"}
+    assert torch.equal(state["model"]["a"], ema["a"])
+    assert state["model"]["b"].dtype == torch.float32 and torch.equal(state["model"]["b"], ema["b"].float())
+    evil = _plant({"extra_state": {"ema": ema}}, tmp_path / "evil.pt", tmp_path / "MARKER")
+    with pytest.raises(UntrustedCheckpointError):
+        load_ema_from_checkpoint(str(evil))
+    assert not (tmp_path / "MARKER").exists()
+
+
 @pytest.mark.parametrize("value", ["", "0", "yes", "true", "2"])
 def test_a_switch_value_other_than_1_trusts_nothing_and_says_so(value, tmp_path, monkeypatch):
     from fairseq.checkpoint_utils import UntrustedCheckpointError, load_checkpoint_file

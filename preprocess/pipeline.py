@@ -27,7 +27,7 @@ from .corpus_format import (
 )
 from .errors import PreprocessError
 from .inputs import check_text_file, input_files, load_dictionary
-from .jobs import plan_jobs, run_jobs
+from .jobs import plan_jobs, pool_context, run_jobs
 from .output import commit, continue_paragraph_index, merge_chunks
 from .staging import check_interrupted, interruptible, locked_destination, remove_abandoned, staging_directory
 
@@ -111,6 +111,8 @@ def _check_destdir(destdir: str) -> None:
 
 def run(args) -> None:
     """The whole run for parsed ``segatron-preprocess`` arguments."""
+    if args.workers > 1:
+        pool_context()  # its forkserver imports the workers' modules while this process goes on
     splits, srcdict = check_run(args)
     with interruptible(), locked_destination(args.destdir):
         metadata = read_metadata(args.destdir)
@@ -123,7 +125,11 @@ def run(args) -> None:
 
 def _binarize_and_commit(args, splits, srcdict, metadata: Dict, stage: str) -> None:
     """Steps 3 and 4 of a run, in ``stage``. The modules that import fairseq
-    are imported only now, once the checks have passed."""
+    are imported only now, once the checks have passed. NLTK too, which every
+    run needs (every splitter is Punkt): the workers' forkserver imports the
+    same modules meanwhile (``run``), so the two are ready together."""
+    import nltk.tokenize.punkt  # noqa: F401
+
     from . import subwords
     from .binarize import Worker
     from .document_items import Segmenter

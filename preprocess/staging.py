@@ -15,16 +15,18 @@ SIGTERM and SIGINT are noted by their handler, never raised where they land
 (code that swallows exceptions, such as a ``__del__``, could lose them);
 ``check_interrupted`` raises ``Interrupted`` at the run's next step (every
 line read, every chunk a worker returns, every split), so the same clean-up
-runs. The pool's workers end at once on SIGTERM (the pool's terminate) and
-die with their parent (Linux ``PR_SET_PDEATHSIG``). After a SIGKILL the
-staging directory stays behind; the next run into the destination removes it
-when it can prove it abandoned: made on this host by a process that no longer
-exists.
+runs. The pool's workers (``jobs.py``) leave SIGINT to the run's process, end
+at once on SIGTERM (the pool's terminate), and die with the run's process
+(Linux ``PR_SET_PDEATHSIG``, through the forkserver that forks them). After a
+SIGKILL the staging directory stays behind; the next run into the destination
+removes it when it can prove it abandoned: made on this host by a process that
+no longer exists.
 """
 import contextlib
 import ctypes
 import fcntl
 import logging
+import multiprocessing
 import os
 import shutil
 import signal
@@ -92,20 +94,30 @@ def uninterrupted() -> Iterator[None]:
                            f"commit was finished first")
 
 
-def worker_process_setup() -> None:
-    """In a pool worker: die with the parent, leave SIGINT to the parent, and
-    let SIGTERM (the pool's terminate) end the process at once. A SIGTERM
-    that came before this setup, while the parent's handler (copied by fork)
-    only noted it, ends the process here: the pool sent it once and waits."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    if _received:  # noted since the fork (or by the parent just before it, which stops too)
-        os._exit(128 + _received[0])
+def die_with_parent() -> None:
+    """Have the kernel SIGKILL this process when its parent ends (Linux
+    ``PR_SET_PDEATHSIG``; elsewhere, nothing)."""
     try:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    except (OSError, AttributeError):  # not Linux: workers may outlive a killed parent
+    except (OSError, AttributeError):  # not Linux: workers may outlive a killed run
         pass
-    if os.getppid() == 1:  # the parent died before prctl took effect
+
+
+def worker_process_setup() -> None:
+    """In a pool worker: leave SIGINT to the run's process, let SIGTERM (the
+    pool's terminate) end the worker at once, and die with the run's process.
+
+    The forkserver (``jobs.pool_context``) forks the worker with SIGINT blocked
+    and SIGTERM at its default action, so a signal that comes before this
+    setup does what it does after it: SIGINT never reaches the worker, SIGTERM
+    ends it. The worker's parent is the forkserver, which dies with the run's
+    process (``forkserver_preload``); a worker whose run's process ended before
+    this setup ends here."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    die_with_parent()
+    run = multiprocessing.parent_process()
+    if run is not None and not run.is_alive():
         os._exit(1)
 
 

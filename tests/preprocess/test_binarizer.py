@@ -147,6 +147,81 @@ def _report_pid(job):
     return job, os.getpid()
 
 
+def _threads(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return int(next(line for line in f if line.startswith("Threads:")).split()[1])
+
+
+def _report_parent(job):
+    return job, (os.getppid(), _threads(os.getppid()))
+
+
+def test_workers_are_forked_by_a_single_threaded_forkserver_not_by_this_process(monkeypatch):
+    """A fork of a process with threads can deadlock in the child (Python 3.12+ warns). The run's process has
+    threads (the test starts one, as the progress bar and torch do); its pool's workers come from the
+    forkserver, which has none, and this process never calls fork(), whatever the Python."""
+    import threading
+
+    from segatron_preprocess import jobs
+
+    fork, forks = os.fork, []
+    monkeypatch.setattr(os, "fork", lambda: forks.append(os.getpid()) or fork())
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    try:
+        parents = set(jobs.run_jobs([jobs.Job("x", "lines", i, i + 1, None) for i in range(4)], _report_parent, 2,
+                                    "test"))
+    finally:
+        stop.set()
+        thread.join()
+    assert forks == []
+    assert [threads for _, threads in parents] == [1] and os.getpid() not in {pid for pid, _ in parents}
+    assert jobs.pool_context().get_start_method() == "forkserver"
+
+
+FORKS_WITH_THREADS = """
+import os, sys, threading
+from segatron_preprocess.cli import cli_main
+
+def threads():
+    with open("/proc/self/status") as f:
+        return int(next(line for line in f if line.startswith("Threads:")).split()[1])
+
+def fork():  # what Python 3.12+ warns about, on any Python
+    if threads() > 1:
+        print(f"fork() in a process of {threads()} threads", file=sys.stderr)
+    return real_fork()
+
+if __name__ == "__main__":  # the workers import this module too
+    real_fork, os.fork = os.fork, fork
+    stop = threading.Event()
+    threading.Thread(target=stop.wait).start()
+    try:
+        cli_main(sys.argv[1:])
+    finally:
+        stop.set()
+"""
+
+
+def test_a_run_with_workers_and_threads_gives_no_fork_warning(wikitext, tmp_path):
+    """Python 3.12+ warns ``This process ... is multi-threaded, use of fork() may lead to deadlocks in the child``
+    when a process with threads forks, once per fork (a DeprecationWarning, printed here with -W always; -W error
+    does not turn it into an error). A run with workers, from a process with a second thread, prints none, nor does
+    its forkserver (which gets the same -W)."""
+    tmp, *_ = wikitext
+    (tmp_path / "run.py").write_text(FORKS_WITH_THREADS)
+    warnings = "always:This process:DeprecationWarning"  # the start of Python's fork warning
+    proc = subprocess.run([str(BIN / "python"), "-W", warnings, str(tmp_path / "run.py"), "--input-format", "wikitext",
+                           "--trainpref", str(tmp / "train.txt"), "--destdir", str(tmp_path / "bin"), "--workers", "2",
+                           "--chunk-bytes", "2000", "--sentence-splitter", str(tmp / "ours" / "punkt_tab")],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "fork()" not in proc.stderr, proc.stderr[-3000:]
+    for name in DATASET_FILES[:8]:
+        assert (tmp_path / "bin" / name).read_bytes() == (tmp / "ours" / name).read_bytes(), name
+
+
 def _punkt_params(path):
     from segatron_preprocess import sentences
 

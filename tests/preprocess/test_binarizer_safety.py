@@ -192,10 +192,11 @@ def long_input(corpus, tmp_path_factory):
 
 def _start_long_run(long_input, corpus, dest):
     """A run with 2 workers, once they run; with its processes: the workers, their forkserver and Python's
-    resource tracker."""
+    resource tracker. Its temporary directory is the test's (a SIGKILL leaves the forkserver's socket there)."""
     args = ["--input-format", "wikitext", "--trainpref", long_input, "--destdir", dest, "--workers", 2,
             "--chunk-bytes", 50000, "--sentence-splitter", corpus / "bin" / "punkt_tab"]
-    proc = subprocess.Popen([str(BIN / "segatron-preprocess"), *map(str, args)],
+    env = dict(os.environ, TMPDIR=str(dest.parent))
+    proc = subprocess.Popen([str(BIN / "segatron-preprocess"), *map(str, args)], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 60
     while len(workers := [w for child in _children(proc.pid) for w in _children(child)]) < 2:

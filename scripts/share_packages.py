@@ -15,17 +15,13 @@ Prints the shared distributions, one ``name==version`` a line: for torch 2.13.0'
 """
 import argparse
 import os
-import re
 import shutil
 import sys
 from importlib import metadata
 from typing import Dict, List, Set
 
 from packaging.requirements import Requirement
-
-
-def _key(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
+from packaging.utils import canonicalize_name
 
 
 def requirement_closure(names: List[str]) -> Dict[str, metadata.Distribution]:
@@ -37,7 +33,7 @@ def requirement_closure(names: List[str]) -> Dict[str, metadata.Distribution]:
     pending = [(name, set()) for name in names]
     while pending:
         name, extras = pending.pop()
-        key = _key(name)
+        key = canonicalize_name(name)
         if key in extras_done and extras <= extras_done[key]:
             continue
         if key not in found:
@@ -69,7 +65,7 @@ def share(target: str, names: List[str]) -> List[str]:
         shutil.rmtree(target)
     os.makedirs(target)
     lines = []
-    for dist in sorted(requirement_closure(names).values(), key=lambda d: _key(d.metadata["Name"])):
+    for dist in sorted(requirement_closure(names).values(), key=lambda d: canonicalize_name(d.metadata["Name"])):
         for path in top_level_entries(dist):
             link = os.path.join(target, os.path.basename(path))
             if not os.path.lexists(link):  # a namespace folder (nvidia/) serves several distributions

@@ -6,7 +6,11 @@
    mean cross-entropy over the masked positions.
 2. Each masked position takes a token sampled from the generator (Gumbel-max,
    temperature 1, never ``<pad>``, which would hide the position); the sample
-   is an integer, so no gradient goes back through it.
+   is an integer, so no gradient goes back through it. In training the
+   draw uses torch's generator (fairseq seeds it each update); in evaluation
+   each example draws from its own generator seeded with (``--seed``, the
+   example's id), so fairseq-validate gives the same figures on every run and
+   for any batching.
 3. The discriminator reads the corrupted input; a token's label is 1 only
    where the sample differs from the original ("replaced and different").
    RTD loss: the mean binary cross-entropy over every non-pad token, [CLS]
@@ -22,6 +26,7 @@ import logging
 import math
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from fairseq import metrics, utils
@@ -30,6 +35,7 @@ from fairseq.dataclass import FairseqDataclass
 
 logger = logging.getLogger(__name__)
 INPUT_KEYS = ("src_tokens", "src_lengths")  # net_input keys that are not the encoder's indexes
+EVALUATION_STREAM = 0xE1EC7B  # keeps evaluation's Gumbel draws apart from any other use of the seed
 
 
 @dataclass
@@ -37,14 +43,30 @@ class ElectraCriterionConfig(FairseqDataclass):
     rtd_weight: float = field(default=50.0, metadata={"help": "lambda: loss = MLM + lambda x RTD (ELECTRA: 50)"})
 
 
-def gumbel_max_sample(logits: torch.Tensor, forbidden: int) -> torch.Tensor:
+def gumbel_max_sample(logits: torch.Tensor, forbidden: int, uniform: torch.Tensor) -> torch.Tensor:
     """(M, V) logits -> (M,) one token each, drawn from softmax(logits) by the
-    Gumbel-max trick (argmax of logits + Gumbel noise, torch's generator),
-    never ``forbidden``; without gradient."""
+    Gumbel-max trick (argmax of logits + Gumbel noise made from ``uniform``,
+    (M, V) draws in [0, 1)), never ``forbidden``; without gradient."""
     logits = logits.detach().float().clone()
     logits[:, forbidden] = -math.inf
-    uniform = torch.rand_like(logits).clamp_(min=1e-20, max=1.0)
+    uniform = uniform.clamp(min=1e-20, max=1.0)
     return (logits - torch.log(-torch.log(uniform))).argmax(dim=-1)
+
+
+def seeded_uniform(masked: torch.Tensor, ids: torch.Tensor, vocab: int, seed: int) -> torch.Tensor:
+    """(M, V) uniform draws for the M masked positions of ``masked`` (B, T), in
+    row-major order: row b's from a generator seeded with (``seed``, ``ids[b]``)
+    alone, so an example gets the same draws in any batch.
+
+        masked = [[F, T, T],     ids = [7, 3]  ->  rows 0-1 from example 7's
+                  [T, F, F]]                       generator, row 2 from 3's
+    """
+    draws = []
+    for example_id, count in zip(ids.tolist(), masked.sum(dim=1).tolist()):
+        state = np.random.SeedSequence([seed, EVALUATION_STREAM, int(example_id)]).generate_state(1, np.uint64)[0]
+        generator = torch.Generator(device=masked.device).manual_seed(int(state) >> 1)
+        draws.append(torch.rand(count, vocab, generator=generator, device=masked.device))
+    return torch.cat(draws)
 
 
 def encoder_indexes(net_input: dict) -> dict:
@@ -60,6 +82,7 @@ class ElectraCriterion(FairseqCriterion):
             raise ValueError(f"--rtd-weight {rtd_weight}: must be at least 0 (ELECTRA: 50)")
         self.rtd_weight = rtd_weight
         masking = getattr(task, "cfg", None)
+        self.seed = getattr(masking, "seed", 1)
         if masking is not None and (masking.leave_unmasked_prob, masking.random_token_prob) != (0.15, 0.0):
             logger.warning(f"--criterion electra with --leave-unmasked-prob {masking.leave_unmasked_prob} "
                            f"--random-token-prob {masking.random_token_prob}: ELECTRA masks 85% <mask>, keeps 15% "
@@ -78,7 +101,11 @@ class ElectraCriterion(FairseqCriterion):
 
         generator_logits = model.generate(src_tokens, masked, **indexes).float()
         mlm = F.cross_entropy(generator_logits, target[masked], reduction="sum")
-        corrupted = src_tokens.masked_scatter(masked, gumbel_max_sample(generator_logits, self.padding_idx))
+        if model.training:
+            uniform = torch.rand_like(generator_logits)
+        else:
+            uniform = seeded_uniform(masked, sample["id"], generator_logits.size(-1), self.seed)
+        corrupted = src_tokens.masked_scatter(masked, gumbel_max_sample(generator_logits, self.padding_idx, uniform))
         labels = corrupted.ne(originals)
         rtd_logits = model.discriminate(corrupted, **indexes).float()
         rtd = F.binary_cross_entropy_with_logits(rtd_logits[real], labels[real].float(), reduction="sum")

@@ -1,7 +1,9 @@
 """Criterion electra against a by-hand computation on a tiny model with seeded sampling; labels are "replaced and
-different"; the replaced-token loss reaches the generator only through the shared embeddings."""
+different"; the replaced-token loss reaches the generator only through the shared embeddings; evaluation draws
+depend on the seed and the example alone."""
 import math
 import re
+import types
 
 import pytest
 import torch
@@ -12,8 +14,9 @@ PAD = 1
 
 
 class _Task:
-    def __init__(self, dictionary):
+    def __init__(self, dictionary, seed=1):
         self.target_dictionary = self.source_dictionary = dictionary
+        self.cfg = types.SimpleNamespace(seed=seed, leave_unmasked_prob=0.15, random_token_prob=0.0)
 
 
 def _sample(arch):
@@ -24,19 +27,21 @@ def _sample(arch):
     zeros = torch.zeros_like(src)
     net_input = {"src_tokens": src, "src_lengths": src.ne(PAD).sum(1), "paragraph_index": zeros,
                  "sentence_index": zeros, "token_index": torch.arange(7).expand(2, 7).clone()}
-    return {"net_input": net_input, "target": target}
+    return {"id": torch.tensor([0, 1]), "net_input": net_input, "target": target}
 
 
-def _model_and_criterion(arch, rtd_weight=50.0):
+def _model_and_criterion(arch, rtd_weight=50.0, seed=1):
+    """A training-mode model without dropout (the by-hand pass sees the same model) and its criterion."""
     from segatron_fairseq.criterions.electra import ElectraCriterion
 
     torch.manual_seed(0)
-    model = _build(arch, _dictionary(40)).eval()  # no dropout: the by-hand pass sees the same model
-    return model, ElectraCriterion(_Task(model.encoder.dictionary), rtd_weight)
+    model = _build(arch, _dictionary(40), "--dropout", 0, "--attention-dropout", 0, "--activation-dropout", 0)
+    return model.train(), ElectraCriterion(_Task(model.encoder.dictionary, seed), rtd_weight)
 
 
 @pytest.mark.parametrize("arch", ["segabert_electra_tiny", "segabert_bert_electra_tiny"])
 def test_loss_is_mlm_plus_lambda_rtd_by_hand(arch):
+    """In training the replacements are Gumbel-max draws from torch's generator (which fairseq seeds each update)."""
     model, criterion = _model_and_criterion(arch, rtd_weight=7.0)
     sample = _sample(arch)
     torch.manual_seed(5)
@@ -154,3 +159,43 @@ def test_other_masking_than_electras_is_warned_about(caplog):
         caplog.clear()
         ElectraCriterion(task)
         assert ("ELECTRA masks 85% <mask>" in caplog.text) == warned
+
+
+def _corrupted_in_evaluation(model, criterion, sample):
+    seen = {}
+    discriminate = model.discriminate
+
+    def spy(src_tokens, **indexes):
+        seen["input"] = src_tokens
+        return discriminate(src_tokens, **indexes)
+
+    model.discriminate = spy
+    loss, _, _ = criterion(model.eval(), sample)
+    model.discriminate = discriminate
+    return loss, seen["input"]
+
+
+def _row(sample, row):
+    return {"id": sample["id"][row:row + 1], "target": sample["target"][row:row + 1],
+            "net_input": {key: value[row:row + 1] for key, value in sample["net_input"].items()}}
+
+
+def test_evaluation_draws_do_not_depend_on_torchs_generator_or_the_batch():
+    """fairseq-validate in two processes (torch's generator seeded differently) reports the same loss; each example
+    gets the same replacements alone as in its batch, and other ones under another --seed or another id."""
+    model, criterion = _model_and_criterion("segabert_electra_tiny")
+    model.generate = lambda src, masked, **indexes: torch.zeros(int(masked.sum()), 40)  # uniform: every draw counts
+    sample = _sample("segabert_electra_tiny")
+    torch.manual_seed(1)
+    first_loss, first = _corrupted_in_evaluation(model, criterion, sample)
+    torch.manual_seed(2)
+    second_loss, second = _corrupted_in_evaluation(model, criterion, sample)
+    assert torch.equal(first, second) and torch.equal(first_loss, second_loss)
+    for row in range(2):
+        assert torch.equal(_corrupted_in_evaluation(model, criterion, _row(sample, row))[1][0], first[row])
+
+    _, other_seed = _corrupted_in_evaluation(model, _model_and_criterion("segabert_electra_tiny", seed=2)[1], sample)
+    renumbered = {**sample, "id": torch.tensor([5, 6])}
+    _, other_ids = _corrupted_in_evaluation(model, criterion, renumbered)
+    masked = sample["target"].ne(PAD)
+    assert not torch.equal(other_seed[masked], first[masked]) and not torch.equal(other_ids[masked], first[masked])

@@ -33,6 +33,11 @@ class Words:
     def begins_word(symbol: str) -> bool:
         return True
 
+    @staticmethod
+    def symbol_text(symbol: str) -> str:
+        """The text ``symbol`` writes in place of a ``<mask>``: the word itself."""
+        return symbol
+
 
 class SentencePiece:
     """``--bpe sentencepiece``: the pieces of a sentencepiece model."""
@@ -71,6 +76,12 @@ class SentencePiece:
     @staticmethod
     def begins_word(piece: str) -> bool:
         return piece.startswith("\u2581")
+
+    @staticmethod
+    def symbol_text(piece: str) -> str:
+        """The text ``piece`` writes in place of a ``<mask>``, its word marker
+        left out: ``\u2581the`` -> ``the``, ``ster`` -> ``ster``."""
+        return piece.replace("\u2581", " ").strip()
 
     @property
     def vocab_size(self) -> int:
@@ -127,6 +138,12 @@ class WordPiece:
     @staticmethod
     def begins_word(piece: str) -> bool:
         return not piece.startswith("##")
+
+    @staticmethod
+    def symbol_text(piece: str) -> str:
+        """The text ``piece`` writes in place of a ``<mask>``, its word marker
+        left out: ``##ster`` -> ``ster``."""
+        return piece[2:] if piece.startswith("##") else piece
 
     @property
     def vocab_size(self) -> int:

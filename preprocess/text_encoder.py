@@ -114,6 +114,11 @@ class TextEncoder:
             lines.append(self.segmenter.subwords.detokenize(current))
         return "\n".join(lines)
 
+    def symbol_text(self, token: int) -> str:
+        """The text token id ``token`` writes in place of a ``<mask>``: its
+        symbol without the sub-word marker (``\u2581the`` -> ``the``)."""
+        return self.segmenter.subwords.symbol_text(self.dictionary[token])
+
     def generation_indexer(self) -> GenerationIndexer:
         """A ``GenerationIndexer`` of this corpus's splitter, sub-words and dictionary."""
         return GenerationIndexer(self.segmenter, self.dictionary, self.dictionary.eos())

@@ -80,7 +80,9 @@ class SegaBERTHubInterface(nn.Module):
     @torch.no_grad()
     def fill_mask(self, masked_text: str, topk: int = 5) -> List[Tuple[str, float, str]]:
         """The ``topk`` fillings of the single ``<mask>`` of ``masked_text``:
-        (filled text, probability, predicted symbol)."""
+        (filled text, probability, predicted symbol). The text holds the
+        symbol without its sub-word marker: on a sentencepiece corpus
+        ``"lives <mask> the fjord"`` -> (``"lives in the fjord"``, 0.31, ``"\u2581in"``)."""
         if masked_text.count(MASK_SYMBOL) != 1:
             raise ValueError(f"fill_mask needs exactly one {MASK_SYMBOL} in the text")
         if getattr(self.model.encoder, "lm_head", None) is None:
@@ -92,8 +94,8 @@ class SegaBERTHubInterface(nn.Module):
         logits, _ = self.model(**encoded)
         probs = logits[0, position].float().softmax(dim=-1)
         values, indices = probs.topk(topk)
-        return [(masked_text.replace(MASK_SYMBOL, self.dictionary[int(i)], 1), float(v), self.dictionary[int(i)])
-                for v, i in zip(values, indices)]
+        return [(masked_text.replace(MASK_SYMBOL, self.text_encoder.symbol_text(int(i)), 1), float(v),
+                 self.dictionary[int(i)]) for v, i in zip(values, indices)]
 
     @torch.no_grad()
     def predict(self, head: str, encoded: Dict[str, torch.Tensor], return_logits: bool = False) -> torch.Tensor:

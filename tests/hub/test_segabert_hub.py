@@ -1,4 +1,6 @@
 """SegaBERT from raw text: the pre-training index layout, features, masked-word predictions, heads."""
+import argparse
+
 import numpy as np
 import pytest
 import torch
@@ -80,3 +82,28 @@ def test_sentencepiece_keeps_the_mask_symbol_whole(tmp_path):
     pieces = keeping.encode("the lobster <mask> ground")
     assert pieces.count("<mask>") == 1
     assert [p for p in pieces if p != "<mask>"] == plain.encode("the lobster") + plain.encode(" ground")
+
+
+def test_fill_mask_writes_sentencepiece_predictions_without_their_word_marker(tmp_path):
+    """On a sentencepiece corpus the filled text holds "in", not the piece "\u2581in"; a piece inside a word is
+    written as it is."""
+    from conftest import PLUGIN_DIR, binarized_training_text
+    from fairseq import options
+
+    from segatron_fairseq.hub.segabert import SegaBERTHubInterface
+    from segatron_fairseq.models.segabert import SegaBERTModel
+    from segatron_fairseq.tasks.masking import load_dictionary_with_mask
+
+    data = binarized_training_text(tmp_path, 20, 61, "--bpe", "sentencepiece", "--bpe-vocab-size", 60)
+    dictionary = load_dictionary_with_mask(str(data))
+    task = argparse.Namespace(source_dictionary=dictionary, mask_idx=dictionary.index("<mask>"),
+                              max_positions=lambda: 64)
+    args = options.parse_args_and_arch(options.get_training_parser(), [
+        "/unused", "--user-dir", PLUGIN_DIR, "--task", "segabert_mlm", "--arch", "segabert_tiny"])
+    hub = SegaBERTHubInterface(args, task, SegaBERTModel.build_model(args, task), str(data))
+    masked = "The lobster lives <mask> the reef ."
+    filled = hub.fill_mask(masked, topk=len(dictionary))
+    symbols = [symbol for _, _, symbol in filled]
+    assert any(s.startswith("\u2581") and len(s) > 1 for s in symbols) and any(s[0].isalpha() for s in symbols)
+    for text, _, symbol in filled:
+        assert text == masked.replace("<mask>", symbol.lstrip("\u2581"))

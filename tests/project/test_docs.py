@@ -40,7 +40,7 @@ ARCHITECTURE = ROOT / "ARCHITECTURE.md"
 CHANGELOG = ROOT / "docs" / "CHANGELOG.md"
 PAGES = [ROOT / "README.md", ARCHITECTURE, *sorted((ROOT / "docs").glob("*.md"))]
 ARCHITECTURE_MAX_BYTES = 10 * 1024
-CHANGELOG_MAX_LINE = 170  # characters of one entry, "- " included
+CHANGELOG_MAX_LINE = 140  # characters of one entry, "- " included
 # ARCHITECTURE.md's short paths are relative to one of these
 CODE_ROOTS = (ROOT, ROOT / "segatron_fairseq", ROOT / "preprocess")
 # the code whose names ARCHITECTURE.md may spell (the tests too: `test_layers.LAYERS`)
@@ -610,11 +610,11 @@ def _defined(body: List[ast.stmt], imports: bool = True) -> set:
 
 @functools.cache
 def code_names() -> Tuple[frozenset, Dict[str, frozenset]]:
-    """(names, members) of the packages and the tests, read with ``ast``. names: every module by each dotted tail of its
-    name (`segatron_fairseq.segments.layout`, `segments.layout`, `layout`), every class, every module-level
+    """(names, members) of the packages and the tests, read with ``ast``. names: every module by each dotted tail
+    of its name (`segatron_fairseq.segments.layout`, `segments.layout`, `layout`), every class, every module-level
     function and constant. members: of a module, what it binds (a package: its modules too); of a class, what
-    its body binds and what its methods assign to ``self``."""
-    names, members = set(), collections.defaultdict(set)
+    its body binds, what its methods assign to ``self`` and the members of its base classes of this code."""
+    names, members, bases = set(), collections.defaultdict(set), collections.defaultdict(set)
     for package, directory in PACKAGE_DIRS.items():
         for path in sorted(directory.rglob("*.py")):
             parts = (package, *path.relative_to(directory).with_suffix("").parts)
@@ -629,10 +629,15 @@ def code_names() -> Tuple[frozenset, Dict[str, frozenset]]:
             for node in ast.walk(tree):
                 if isinstance(node, ast.ClassDef):
                     names.add(node.name)
+                    bases[node.name] |= {getattr(base, "id", getattr(base, "attr", None)) for base in node.bases}
                     members[node.name] |= _defined(node.body) | {
                         n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store)
                         and isinstance(n.value, ast.Name) and n.value.id == "self"}
-    return frozenset(names), {name: frozenset(values) for name, values in members.items()}
+    def inherited(name: str, seen: frozenset) -> set:
+        return members.get(name, set()).union(*(inherited(base, seen | {name}) for base in bases[name]
+                                                if base in members and base not in seen))
+
+    return frozenset(names), {name: frozenset(inherited(name, frozenset())) for name in list(members)}
 
 
 @functools.cache
@@ -718,7 +723,7 @@ def test_architecture_names_existing_code():
     ("segatron-preprocess", True), ("segatron-no-such-tool", False),
     ("NoSuchClass", False), ("SegmentDistances.no_such_method", False), ("levels.no_such_name", False),
     ("no_such_task", False), ("no_such_arch_*", False), ("modules/no_such.py", False), ("no_such.py", False),
-    ("SegatronXLDecoder.extract_counters", False),
+    ("SegatronXLDecoder.extract_counters", False), ("SegatronXLDecoder.decode_step", True),
 ])
 def test_code_span_checks_refuse_what_does_not_exist(span, named):
     assert (code_span_problem(span) is None) == named, span
@@ -760,3 +765,13 @@ def test_changelog_check_refuses_paragraphs_and_long_lines():
     assert len(changelog_problems(["- a change that goes on", "  on the next line"])) == 1
     assert len(changelog_problems(["A paragraph."])) == 1
     assert len(changelog_problems(["- " + "x" * CHANGELOG_MAX_LINE])) == 1
+
+
+def test_code_points_to_nothing_outside_the_repository():
+    """Docstrings and comments say what a fact is instead of citing notes or papers outside the repository
+    (`../shared/notes/...`), which a reader of the repository does not have."""
+    pointers = re.compile(r"shared/(notes|papers)\b")
+    cited = [f"{path.relative_to(ROOT)}:{number}: {text.strip()}" for directory in PACKAGE_DIRS.values()
+             if directory.name != "tests" for path in sorted(directory.rglob("*.py"))
+             for number, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if pointers.search(text)]
+    assert not cited, "\n".join(cited)

@@ -1,6 +1,6 @@
 """XLNet's permutation language modelling data: span-based targets, the
-factorization order, ``perm_mask`` and ``target_mapping`` (facts from the
-original code: ../shared/notes/pretraining-systems.md, section 5).
+factorization order, ``perm_mask`` and ``target_mapping``, as XLNet's
+original code samples them (its ``_sample_mask`` and ``_local_perm``).
 
 A sample is ``seq_len`` positions of a stream: the first ``reuse_len`` (the
 reuse part, which the model caches as memory for the next sample) and the

@@ -1,6 +1,7 @@
 """The Segatron-XL / Transformer-XL settings of the paper's WikiText-103
-runs (Segatron, Table 1 and the authors' run scripts; see
-../shared/notes/reference-implementations.md), each written once.
+runs (Segatron, Table 1; what the paper does not state, such as the sizes,
+segment and memory lengths and schedules, from the authors' WikiText-103 run
+scripts), each written once.
 
 ``MODEL_PRESETS`` are model fields: the architectures ``*_wt103_base`` /
 ``*_wt103_large`` apply them, ``SegatronXLConfig``'s defaults are the base

@@ -1,8 +1,10 @@
-"""The docs work as written. Every command in a fenced bash block of README.md and docs/*.md is parsed by its
-program's own argument parser, in-process (fairseq's commands with the plugin's --user-dir and the command's
---task, --arch and --criterion, so that their options are known; fairseq-hydra-train's overrides composed as
-the command composes them); every script, repository file, link, anchor and Python name the pages mention
-exists. A failure names the page, the line and the problem.
+"""The docs work as written. Every command in a fenced bash block of README.md, ARCHITECTURE.md and docs/*.md is
+parsed by its program's own argument parser, in-process (fairseq's commands with the plugin's --user-dir and the
+command's --task, --arch and --criterion, so that their options are known; fairseq-hydra-train's overrides composed
+as the command composes them); every script, repository file, link, anchor and Python name the pages mention
+exists. ARCHITECTURE.md names code by paths under the packages and by bare names (`SegmentDistances`,
+`levels.fit_to_table`, the task `segatron_lm`): each exists, and the page stays under 10 KB. Every CHANGELOG entry is
+one short line. A failure names the page, the line and the problem.
 
 A command in a page, and what is checked::
 
@@ -13,7 +15,9 @@ A command in a page, and what is checked::
 """
 import argparse
 import ast
+import collections
 import contextlib
+import fnmatch
 import functools
 import importlib
 import io
@@ -32,7 +36,18 @@ from unittest import mock
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+ARCHITECTURE = ROOT / "ARCHITECTURE.md"
+CHANGELOG = ROOT / "docs" / "CHANGELOG.md"
+PAGES = [ROOT / "README.md", ARCHITECTURE, *sorted((ROOT / "docs").glob("*.md"))]
+ARCHITECTURE_MAX_BYTES = 10 * 1024
+CHANGELOG_MAX_LINE = 140  # characters of one entry, "- " included
+# ARCHITECTURE.md's short paths are relative to one of these
+CODE_ROOTS = (ROOT, ROOT / "segatron_fairseq", ROOT / "preprocess")
+# the code whose names ARCHITECTURE.md may spell (the tests too: `test_layers.LAYERS`)
+PACKAGE_DIRS = {"segatron_fairseq": ROOT / "segatron_fairseq", "segatron_preprocess": ROOT / "preprocess",
+                "tests": ROOT / "tests"}
+# a code span that names a file, not a Python name (`pytest.ini`, `corpus_format.py`)
+FILE_EXTENSIONS = ("py", "ini", "yaml", "json", "txt", "md", "toml", "cfg", "sh")
 # a path that starts with one of these is a file of the repository
 REPO_DIRS = ("segatron_fairseq", "preprocess", "scripts", "tests", "docs")
 SHELL_LANGUAGES = ("bash", "sh", "shell", "console")
@@ -306,8 +321,8 @@ def test_pages_have_commands_of_every_kind():
     programs = {command.argv[0] for command in all_commands()}
     assert {"fairseq-train", "fairseq-eval-lm", "fairseq-hydra-train", "segatron-preprocess", "segatron-import",
             "bash", "python"} <= programs, programs
-    assert {relative(page) for page in PAGES} >= {"README.md", "docs/segatron-xl.md", "docs/segabert.md",
-                                                  "docs/cross-thought.md", "docs/binarizer.md",
+    assert {relative(page) for page in PAGES} >= {"README.md", "ARCHITECTURE.md", "docs/segatron-xl.md",
+                                                  "docs/segabert.md", "docs/cross-thought.md", "docs/binarizer.md",
                                                   "docs/conversion.md", "docs/benchmarks.md", "docs/CHANGELOG.md"}
 
 
@@ -569,3 +584,195 @@ def test_readme_is_a_front_page():
     assert len(readme.encode("utf-8")) < 15 * 1024, f"README.md: {len(readme.encode('utf-8'))} bytes"
     for page in (ROOT / "docs").glob("*.md"):
         assert f"(docs/{page.name})" in readme, f"README.md: no link to docs/{page.name}"
+
+
+# ARCHITECTURE.md: short paths and bare names of code, its size
+
+
+def _defined(body: List[ast.stmt], imports: bool = True) -> set:
+    """The names a module or class body binds: classes, functions, assignments (under if / try / with too) and,
+    with ``imports``, imported names."""
+    names = set()
+    for node in body:
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {n.id for target in targets for n in ast.walk(target) if isinstance(n, ast.Name)}
+        elif isinstance(node, (ast.Import, ast.ImportFrom)) and imports:
+            names |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
+        elif isinstance(node, (ast.If, ast.Try, ast.With)):
+            nested = node.body + getattr(node, "orelse", []) + getattr(node, "finalbody", [])
+            nested += [statement for handler in getattr(node, "handlers", []) for statement in handler.body]
+            names |= _defined(nested, imports)
+    return names
+
+
+@functools.cache
+def code_names() -> Tuple[frozenset, Dict[str, frozenset]]:
+    """(names, members) of the packages and the tests, read with ``ast``. names: every module by each dotted tail
+    of its name (`segatron_fairseq.segments.layout`, `segments.layout`, `layout`), every class, every module-level
+    function and constant. members: of a module, what it binds (a package: its modules too); of a class, what
+    its body binds, what its methods assign to ``self`` and the members of its base classes of this code."""
+    names, members, bases = set(), collections.defaultdict(set), collections.defaultdict(set)
+    for package, directory in PACKAGE_DIRS.items():
+        for path in sorted(directory.rglob("*.py")):
+            parts = (package, *path.relative_to(directory).with_suffix("").parts)
+            parts = parts[:-1] if parts[-1] == "__init__" else parts
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            for start in range(len(parts)):
+                names.add(".".join(parts[start:]))
+                members[".".join(parts[start:])] |= _defined(tree.body)
+                if start < len(parts) - 1:
+                    members[".".join(parts[start:-1])].add(parts[-1])
+            names |= _defined(tree.body, imports=False)
+            for node in ast.walk(tree):
+                if isinstance(node, ast.ClassDef):
+                    names.add(node.name)
+                    bases[node.name] |= {getattr(base, "id", getattr(base, "attr", None)) for base in node.bases}
+                    members[node.name] |= _defined(node.body) | {
+                        n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store)
+                        and isinstance(n.value, ast.Name) and n.value.id == "self"}
+    def inherited(name: str, seen: frozenset) -> set:
+        return members.get(name, set()).union(*(inherited(base, seen | {name}) for base in bases[name]
+                                                if base in members and base not in seen))
+
+    return frozenset(names), {name: frozenset(inherited(name, frozenset())) for name in list(members)}
+
+
+@functools.cache
+def registered_names() -> frozenset:
+    """What fairseq's registries hold with the plugin imported (tasks, models, architectures, criterions,
+    optimizers, schedulers: the plugin's and fairseq's own), and the names of the plugin's yaml configs."""
+    from fairseq.criterions import CRITERION_REGISTRY
+    from fairseq.models import ARCH_MODEL_REGISTRY, MODEL_REGISTRY
+    from fairseq.optim import OPTIMIZER_REGISTRY
+    from fairseq.optim.lr_scheduler import LR_SCHEDULER_REGISTRY
+    from fairseq.tasks import TASK_REGISTRY
+
+    import segatron_fairseq  # noqa: F401  (registers the plugin's components)
+
+    registries = (TASK_REGISTRY, MODEL_REGISTRY, ARCH_MODEL_REGISTRY, CRITERION_REGISTRY, OPTIMIZER_REGISTRY,
+                  LR_SCHEDULER_REGISTRY)
+    configs = {path.stem for path in (ROOT / "segatron_fairseq" / "config").glob("*.yaml")}
+    return frozenset(name for registry in registries for name in registry) | configs
+
+
+def names_code(span: str) -> bool:
+    """Whether a code span names existing code: a Python name of the packages (`SegmentDistances`,
+    `SegmentDistances(bidirectional=True)`, `levels.fit_to_table`, `SegaBERTModel.token_features`: each dotted
+    part a member of the one before), or a registered name (`segatron_lm`, `segabert_albert_*`)."""
+    name = re.sub(r"\(.*\)$", "", span)
+    names, members = code_names()
+    if "." not in name:
+        return (name in names or any(name in values for values in members.values())
+                or any(fnmatch.fnmatchcase(registered, name) for registered in registered_names()))
+    parts = name.split(".")
+    for split in range(len(parts) - 1, 0, -1):
+        owner = ".".join(parts[:split])
+        if owner in names:
+            for part in parts[split:]:
+                if part not in members.get(owner, ()):
+                    return False
+                owner = part
+            return True
+    return False
+
+
+def code_spans(page: Path) -> Iterator[Tuple[int, str]]:
+    """(line, span) of every code span in the page's text."""
+    for number, text in enumerate(prose(page).splitlines(), 1):
+        for span in re.findall(r"`([^`]+)`", text):
+            yield number, span
+
+
+def code_span_problem(span: str) -> Optional[str]:
+    """Why a code span of ARCHITECTURE.md names nothing (None when it names something, or is not code: a word,
+    an option, a symbol). A path is looked for under the repository, `segatron_fairseq/` and `preprocess/`; a
+    file name alone anywhere in the packages, tests and scripts; a name as ``names_code`` says."""
+    if span.startswith("-") or span.split()[0] in ("bash", "python"):
+        return None  # an option, a command: the command checks read them
+    if re.match(r"(segatron|cross-thought)-", span):
+        return None if span.split()[0] in console_scripts() else "no such console script"
+    if "/" in span:
+        found = any(list(root.glob(path.rstrip("/"))) for root in CODE_ROOTS for path in brace_expansions(span))
+        return None if found else "no such path"
+    if span.rsplit(".", 1)[-1] in FILE_EXTENSIONS and "." in span:
+        homes = [ROOT] + [ROOT / d for d in REPO_DIRS if d != "docs"]
+        found = (ROOT / span).exists() or any(next(home.rglob(span), None) for home in homes[1:])
+        return None if found else "no such file"
+    name = re.sub(r"\(.*\)$", "", span.lstrip("@"))
+    if not re.fullmatch(r"[A-Za-z_][\w*]*(\.[A-Za-z_]\w*)*", name) or not re.search(r"[_.A-Z]", name):
+        return None  # a word, a symbol, an expression
+    return None if names_code(name) else "no such name"
+
+
+def test_architecture_names_existing_code():
+    """Every path, file and name of code that ARCHITECTURE.md spells exists (it drifted before this test)."""
+    problems = [f"ARCHITECTURE.md:{number}: `{span}`: {problem}" for number, span in code_spans(ARCHITECTURE)
+                for problem in [code_span_problem(span)] if problem]
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("span, named", [
+    ("SegmentDistances", True), ("SegmentDistances(bidirectional=True)", True), ("levels.fit_to_table", True),
+    ("segments.TABLE_SIZES", True), ("SegmentMemory.counters", True), ("XLNetModel.token_features", True),
+    ("SegmentDistances._run_grid", True), ("segatron_lm", True), ("masked_lm", True), ("segabert_albert_*", True),
+    ("modules/segment_distances.py", True), ("preprocess/indexer.py", True), ("tests/project/", True),
+    ("pytest.ini", True), ("corpus_format.py", True), ("--no-such-option", True), ("[CLS]", True), ("token", True),
+    ("segatron-preprocess", True), ("segatron-no-such-tool", False),
+    ("NoSuchClass", False), ("SegmentDistances.no_such_method", False), ("levels.no_such_name", False),
+    ("no_such_task", False), ("no_such_arch_*", False), ("modules/no_such.py", False), ("no_such.py", False),
+    ("SegatronXLDecoder.extract_counters", False), ("SegatronXLDecoder.decode_step", True),
+])
+def test_code_span_checks_refuse_what_does_not_exist(span, named):
+    assert (code_span_problem(span) is None) == named, span
+
+
+def test_architecture_stays_short():
+    size = len(ARCHITECTURE.read_bytes())
+    assert size <= ARCHITECTURE_MAX_BYTES, f"ARCHITECTURE.md: {size} bytes, more than {ARCHITECTURE_MAX_BYTES}"
+
+
+# docs/CHANGELOG.md: one short line per change
+
+
+def changelog_problems(lines: List[str]) -> List[str]:
+    """Lines that are neither a heading, the back link, blank, nor a one-line entry ("- ...") of at most
+    CHANGELOG_MAX_LINE characters."""
+    problems = []
+    for number, text in enumerate(lines, 1):
+        if not text.strip() or text.startswith("#") or text.startswith("[Back to the README]"):
+            continue
+        if not text.startswith("- "):
+            problems.append(f"docs/CHANGELOG.md:{number}: not a one-line entry (a paragraph or a continuation)")
+        elif len(text) > CHANGELOG_MAX_LINE:
+            problems.append(f"docs/CHANGELOG.md:{number}: {len(text)} characters, more than {CHANGELOG_MAX_LINE}")
+    return problems
+
+
+def test_changelog_entries_are_short_lines():
+    lines = CHANGELOG.read_text(encoding="utf-8").splitlines()
+    assert sum(text.startswith("- ") for text in lines) >= 30, "docs/CHANGELOG.md: its entries are not found"
+    versions = [text for text in lines if text.startswith("## ")]
+    assert versions[-1] == "## 0.1.0" and all(re.fullmatch(r"## (Unreleased|\d+\.\d+\.\d+( \(unreleased\))?)", v)
+                                              for v in versions), versions
+    problems = changelog_problems(lines)
+    assert not problems, "\n".join(problems)
+
+
+def test_changelog_check_refuses_paragraphs_and_long_lines():
+    assert changelog_problems(["# Changelog", "", "- a change", "## 0.1.0"]) == []
+    assert len(changelog_problems(["- a change that goes on", "  on the next line"])) == 1
+    assert len(changelog_problems(["A paragraph."])) == 1
+    assert len(changelog_problems(["- " + "x" * CHANGELOG_MAX_LINE])) == 1
+
+
+def test_code_points_to_nothing_outside_the_repository():
+    """Docstrings and comments say what a fact is instead of citing notes or papers outside the repository
+    (`../shared/notes/...`), which a reader of the repository does not have."""
+    pointers = re.compile(r"shared/(notes|papers)\b")
+    cited = [f"{path.relative_to(ROOT)}:{number}: {text.strip()}" for directory in PACKAGE_DIRS.values()
+             if directory.name != "tests" for path in sorted(directory.rglob("*.py"))
+             for number, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if pointers.search(text)]
+    assert not cited, "\n".join(cited)

@@ -1,14 +1,15 @@
 """The layers of ARCHITECTURE.md, read from the source: every module belongs to a layer, imports only from its
 own layer or those below (imports inside functions count), and no modules import each other in a cycle.
-Nothing is imported: each file is parsed with ``ast``."""
+Nothing is imported: each file is parsed with ``ast``. ARCHITECTURE.md's layer table lists the same layers."""
 import ast
+import re
 from pathlib import Path
 from typing import Dict, List, Optional, Set, Tuple
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = {"segatron_fairseq": ROOT / "segatron_fairseq", "segatron_preprocess": ROOT / "preprocess"}
 
-# lowest first: (layer, the packages / modules in it); ARCHITECTURE.md draws the same
+# lowest first: (layer, the packages / modules in it); ARCHITECTURE.md's layer table must list the same
 LAYERS = [
     ("corpus format", ["segatron_preprocess.corpus_format"]),
     ("binarizer", ["segatron_preprocess"]),
@@ -156,3 +157,33 @@ def test_the_checker_sees_lazy_upward_imports_and_cycles():
     assert layer_of("segatron_fairseq.loose_module") is None
     # an import inside a function is seen (cross-thought-rank loads its hub after parsing its arguments)
     assert "segatron_fairseq.hub.checkpoints" in {t for t, _ in imports_of("segatron_fairseq.cli.cross_thought_rank")}
+
+
+def layer_table(markdown: str) -> List[Tuple[str, List[str]]]:
+    """The rows of the table headed ``| layer | packages | what |``: (layer, the packages spelled as code in its
+    second cell)."""
+    rows, inside = [], False
+    for line in markdown.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")] if line.startswith("|") else None
+        if cells is None:
+            inside = False
+        elif cells[:2] == ["layer", "packages"]:
+            inside = True
+        elif inside and not set(cells[0]) <= set("-: "):
+            rows.append((cells[0], re.findall(r"`([^`]+)`", cells[1])))
+    return rows
+
+
+def test_architecture_draws_these_layers():
+    """The layer table of ARCHITECTURE.md is LAYERS: the same layers with the same packages, in order."""
+    table = layer_table((ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8"))
+    assert table == [(name, list(prefixes)) for name, prefixes in LAYERS], (
+        "ARCHITECTURE.md's layer table differs from LAYERS in tests/project/test_layers.py:\n"
+        + "\n".join(f"  {row}" for row in table))
+
+
+def test_the_layer_table_reader_reads_rows_in_order():
+    markdown = ("text\n| layer | packages | what |\n| --- | --- | --- |\n| low | `a.b` | x |\n"
+                "| high | `a.c`, `a.d` | `y` |\n\n| layer | other |\n| no | `z` |\n")
+    assert layer_table(markdown) == [("low", ["a.b"]), ("high", ["a.c", "a.d"])]
+    assert layer_table(markdown.replace("`a.d`", "")) != layer_table(markdown)

@@ -24,10 +24,10 @@ _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
 
 def unreplaceable_kind(path: str) -> Optional[str]:
     """What ``path`` is when a writer must not replace it (``"a directory"``, ``"a named pipe (FIFO)"``, ...);
-    None when it is missing, a regular file or a symbolic link."""
+    None when it is missing (or under a file), a regular file or a symbolic link."""
     try:
         mode = os.lstat(path).st_mode
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return None
     if stat.S_ISREG(mode) or stat.S_ISLNK(mode):
         return None

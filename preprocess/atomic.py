@@ -6,9 +6,10 @@ nothing but what the writer made is ever deleted.
 
 Each destination gets a private directory beside it, ``.NAME.XXXXXXXX`` (``tempfile.mkdtemp``: new, made by
 this call alone), in which the caller writes ``NAME``. When the block succeeds the new files are renamed into
-place; in every case the private directories are removed. A destination may be missing, a regular file or a
-symbolic link (the link is replaced, its target untouched); a directory, device, FIFO or socket is refused
-(``FileExistsError`` naming it) before the block and again before the rename.
+place; the private directories are removed (unless one keeps an old file that could not be put back,
+``_rename_all``). A destination may be missing, a regular file or a symbolic link (the link is replaced, its
+target untouched); a directory, device, FIFO or socket is refused (``FileExistsError`` naming it) before the
+block and again before the rename.
 """
 import contextlib
 import errno
@@ -77,14 +78,10 @@ def atomic_paths(paths: Sequence[str]) -> Iterator[List[str]]:
         _rename_all([(new, path, new + "~") for new, path in zip(staged, paths)])
         renamed = True
     finally:
-        for folder in private:
-            if renamed or not _holds_an_old_file(folder):
+        for folder, path in zip(private, paths):
+            old = os.path.join(folder, os.path.basename(os.path.abspath(path)) + "~")
+            if renamed or not os.path.lexists(old):  # else the old file that could not be put back stays
                 shutil.rmtree(folder, ignore_errors=True)
-
-
-def _holds_an_old_file(folder: str) -> bool:
-    """Whether ``folder`` keeps a destination's old file that ``_rename_all`` could not put back."""
-    return any(name.endswith("~") for name in os.listdir(folder))
 
 
 def _naming_destination(err: OSError, paths: Sequence[str], private: List[str]) -> OSError:

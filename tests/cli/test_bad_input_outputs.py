@@ -120,6 +120,14 @@ def test_export_keeps_a_folder_named_like_its_staging(segabert_checkpoint, segab
     assert (tmp_path / "keep" / "model.safetensors").is_file()
 
 
+def test_import_into_an_existing_folder_adds_its_two_files_and_nothing_else(tmp_path):
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "notes.txt").write_text("notes")
+    run_cli("segatron-import", "hf-bert", "--model-dir", _tiny_hf_bert(tmp_path / "hf"), "--out", tmp_path / "out")
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["checkpoint.pt", "dict.txt", "notes.txt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hf", "out"]
+
+
 def test_plot_on_a_full_disk_keeps_the_old_pictures_and_names_the_file(tmp_path, monkeypatch):
     from matplotlib.figure import Figure
 

@@ -8,16 +8,19 @@ test, the ones before them to valid, the rest to train, written as
 ``wiki.{train,valid,test}.tokens`` in the same layout. Each split gets at
 least one article. Everything is checked before anything is written, and
 existing output files are refused unless --overwrite; an input that is one
-of the outputs is refused always. The three files are written under
-temporary names and then renamed into place together: a failed run leaves
-the old files (or none), never a mixed set.
+of the outputs is refused always, and so is an output that is a directory,
+device, FIFO or socket. The three files are written beside their places and
+renamed in together: a failed, interrupted or terminated run leaves the old
+files (or none), never a mixed set.
 """
 import argparse
 import os
 from typing import Dict, List
 
+from .atomic import atomic_paths, unreplaceable_kind
 from .errors import PreprocessError
 from .inputs import check_file, check_utf8
+from .termination import sigterm_raises, stop_status
 from .units import is_wikitext_title, normalize
 
 SPLITS = ("train", "valid", "test")
@@ -45,37 +48,13 @@ def _same_file(a: str, b: str) -> bool:
 
 
 def write_together(parts: Dict[str, List[List[str]]]) -> None:
-    """Each path of ``parts`` holding its articles, all or none: each file is
-    written beside its place, the old ones are moved aside, the new ones
-    renamed in; on a failure the old ones come back."""
-    def beside(path: str, kind: str) -> str:
-        return os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.{kind}")
-
-    written, moved, placed = [], [], []
-    try:
-        for path, articles in parts.items():
-            written.append(beside(path, "tmp"))
-            with open(written[-1], "w", encoding="utf-8") as f:
-                for article in articles:
+    """Each path of ``parts`` holding its articles, all or none (``atomic_paths``)."""
+    paths = list(parts)
+    with atomic_paths(paths) as staged:
+        for path, tmp in zip(paths, staged):
+            with open(tmp, "w", encoding="utf-8") as f:
+                for article in parts[path]:
                     f.writelines(article)
-        for path in parts:
-            if os.path.lexists(path):
-                os.replace(path, beside(path, "old"))
-                moved.append(path)
-        for path in parts:
-            os.replace(beside(path, "tmp"), path)
-            placed.append(path)
-    except BaseException:
-        for path in placed:
-            os.remove(path)
-        for path in moved:
-            os.replace(beside(path, "old"), path)
-        for path in written:
-            if os.path.lexists(path):
-                os.remove(path)
-        raise
-    for path in moved:
-        os.remove(beside(path, "old"))
 
 
 def cli_main(argv=None) -> None:
@@ -97,8 +76,8 @@ def cli_main(argv=None) -> None:
     for path in outputs.values():
         if _same_file(args.input, path):
             p.error(f"{args.input}: the input is one of the outputs; name another output directory")
-        if os.path.isdir(path):
-            p.error(f"{path}: an output file is a directory")
+        if os.path.isdir(path) or unreplaceable_kind(path):
+            p.error(f"{path}: an output file is {unreplaceable_kind(path) or 'a directory'}, which is never replaced")
         if os.path.lexists(path) and not args.overwrite:
             p.error(f"{path} exists; pass --overwrite to replace it, or name another output directory")
     writable = os.path.abspath(args.out_dir)
@@ -121,13 +100,15 @@ def cli_main(argv=None) -> None:
         "test": articles[len(articles) - n_test:],
     }
     try:
-        os.makedirs(args.out_dir, exist_ok=True)
-        write_together({outputs[split]: chosen for split, chosen in parts.items()})
+        with sigterm_raises():
+            os.makedirs(args.out_dir, exist_ok=True)
+            write_together({outputs[split]: chosen for split, chosen in parts.items()})
     except OSError as err:
         where = err.filename2 or err.filename
         p.exit(1, f"{p.prog}: error: " + (f"{where}: {err.strerror}" if where and err.strerror else f"{err}") + "\n")
-    except KeyboardInterrupt:
-        p.exit(130, f"{p.prog}: interrupted\n")
+    except KeyboardInterrupt as stop:
+        word, status = stop_status(stop)
+        p.exit(status, f"{p.prog}: {word}\n")
     for split, chosen in parts.items():
         print(f"{split}: {len(chosen)} articles, {sum(len(''.join(a).split()) for a in chosen):,} tokens -> "
               f"{outputs[split]}")

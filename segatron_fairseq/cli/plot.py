@@ -31,6 +31,7 @@ from typing import Dict, List, Tuple
 import numpy as np
 
 from segatron_fairseq.cli.user_errors import check_output, exit_on_user_error, positive_int
+from segatron_preprocess.atomic import atomic_paths
 from segatron_preprocess.inputs import read_utf8
 
 _TRAIN = re.compile(r"\| train_inner \| .*?ppl=([0-9.]+),.*?num_updates=(\d+)")
@@ -47,10 +48,16 @@ def _figure(width: float, height: float):
 
 
 def _save(plt, figure, out: str) -> List[str]:
+    """``out``.png and ``out``.svg, each written beside its place and both renamed in
+    when complete; an ``OSError`` (a full disk) names the file."""
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     paths = [f"{out}.png", f"{out}.svg"]
-    for path in paths:
-        figure.savefig(path)
+    with atomic_paths(paths) as staged:
+        for path, tmp in zip(paths, staged):
+            try:
+                figure.savefig(tmp)
+            except OSError as err:
+                raise OSError(err.errno, err.strerror or str(err), path) from err
     plt.close(figure)
     return paths
 

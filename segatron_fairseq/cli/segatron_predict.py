@@ -20,7 +20,7 @@ outputs the same file, is refused, and so is an existing file unless
 """
 import json
 import os
-from typing import Iterator
+from typing import Dict, Iterator
 
 import torch
 
@@ -71,12 +71,17 @@ def _batches(dataset, batch_size: int, device: str) -> Iterator[dict]:
         yield utils.apply_to_sample(lambda t: t.to(device), batch)
 
 
-def _write_json(path: str, value) -> None:
-    from segatron_preprocess.atomic import atomic_path
+def _write_together(texts: Dict[str, str]) -> None:
+    """Each file of ``texts`` (path -> text), written beside its place; all are renamed in together."""
+    from segatron_preprocess.atomic import atomic_paths
 
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with atomic_path(path) as staged, open(staged, "w", encoding="utf-8") as f:
-        json.dump(value, f, ensure_ascii=False, indent=1)
+    paths = list(texts)
+    for path in paths:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with atomic_paths(paths) as staged:
+        for path, tmp in zip(paths, staged):
+            with open(tmp, "w", encoding="utf-8") as f:
+                f.write(texts[path])
 
 
 @torch.no_grad()
@@ -102,9 +107,10 @@ def _squad(args) -> str:
                                  batch["golds"]):
             gathered.add(window, golds)
     results = gathered.results()
-    _write_json(args.out, {q.qid: results[q.qid].prediction(args.no_answer_threshold) for q in questions})
+    outputs = {args.out: {q.qid: results[q.qid].prediction(args.no_answer_threshold) for q in questions}}
     if args.null_odds:
-        _write_json(args.null_odds, {q.qid: results[q.qid].no_answer_score for q in questions})
+        outputs[args.null_odds] = {q.qid: results[q.qid].no_answer_score for q in questions}
+    _write_together({path: json.dumps(value, ensure_ascii=False, indent=1) for path, value in outputs.items()})
     if any(q.answers or q.is_impossible for q in questions):
         figures = squad_metrics.evaluate(results, task.cfg.squad_v2, args.no_answer_threshold)
         line = f"exact {figures['exact']:.2f} | f1 {figures['f1']:.2f} | questions {len(results)}"
@@ -119,7 +125,6 @@ def _squad(args) -> str:
 @torch.no_grad()
 def _glue(args) -> str:
     from segatron_fairseq.data.glue_tsv import GLUE_DIAGNOSTIC, GLUE_TEST_FILES, read_test_tsv
-    from segatron_preprocess.atomic import atomic_path
 
     if args.glue_task not in GLUE_TEST_FILES:
         raise ValueError(f"--glue-task {args.glue_task}: choose from {', '.join(GLUE_TEST_FILES)}")
@@ -134,8 +139,8 @@ def _glue(args) -> str:
     model, task, device = _load(args)
     if task.cfg.glue_task != args.glue_task:
         raise ValueError(f"{args.checkpoint}: fine-tuned on --glue-task {task.cfg.glue_task}, not {args.glue_task}")
-    os.makedirs(args.out, exist_ok=True)
     head = task.cfg.classification_head_name
+    submissions, written = {}, []
     for path, test, lines in rows:
         dataset = task.examples_dataset([texts for _, texts in lines], [0] * len(lines))
         predictions = {}
@@ -144,11 +149,11 @@ def _glue(args) -> str:
             for number, output in zip(batch["id"].tolist(), logits.float().cpu()):
                 predictions[number] = (f"{float(output[0]):.3f}" if task.labels is None
                                        else task.labels[int(output.argmax())])
-        with atomic_path(os.path.join(args.out, test.submission)) as staged, open(staged, "w") as f:
-            f.write("index\tprediction\n")
-            for number, (index, _) in enumerate(lines):
-                f.write(f"{index}\t{predictions[number]}\n")
-        print(f"{path}: {len(lines):,} predictions -> {test.submission}")
+        submissions[os.path.join(args.out, test.submission)] = "index\tprediction\n" + "".join(
+            f"{index}\t{predictions[number]}\n" for number, (index, _) in enumerate(lines))
+        written.append(f"{path}: {len(lines):,} predictions -> {test.submission}")
+    _write_together(submissions)
+    print("\n".join(written))
     return args.out
 
 
@@ -157,7 +162,6 @@ def _ner(args) -> str:
     from segatron_fairseq.criterions.token_labelling import predicted_labels
     from segatron_fairseq.data.conll import conll_output, read_conll
     from segatron_fairseq.evaluation.entity_f1 import entity_scores, sentences_of
-    from segatron_preprocess.atomic import atomic_path
 
     check_output(args.out, inputs={"--input": args.input, "--checkpoint": args.checkpoint}, overwrite=args.overwrite)
     conll = read_conll(args.input)
@@ -170,9 +174,7 @@ def _ner(args) -> str:
         for window, path in zip(batch["words"], predicted_labels(model, batch, task.cfg.classification_head_name)):
             for (sentence, word), label in zip(window, path):
                 predicted[sentences[sentence].lines[word]] = task.labels[label]
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with atomic_path(args.out) as staged, open(staged, "w", encoding="utf-8") as f:
-        f.write(conll_output(conll, predicted))
+    _write_together({args.out: conll_output(conll, predicted)})
     unknown = sorted({label for sentence in sentences for label in sentence.labels or ()} - set(task.labels))
     if conll.labelled and unknown:
         print(f"not scored: the last column of {args.input} is not the model's labels ({', '.join(unknown[:3])} ...)")

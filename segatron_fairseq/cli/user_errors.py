@@ -8,7 +8,8 @@ names the file or option and the problem, a non-zero exit, no traceback.
 ``OSError`` (missing file, directory, permissions) and ``ValueError``
 (``UnicodeDecodeError`` included) are the user's: the code that raises them
 puts the file in the message. Anything else is a bug and keeps its traceback.
-Ctrl-C ends the program with one line too (exit status 130).
+Ctrl-C and SIGTERM end the program with one line too (exit status 130, 143),
+after the same clean-up (``segatron_preprocess.termination``).
 """
 import argparse
 import contextlib
@@ -16,6 +17,9 @@ import math
 import os
 import sys
 from typing import Iterator, Mapping, Optional, Tuple, Type
+
+from segatron_preprocess.atomic import unreplaceable_kind
+from segatron_preprocess.termination import sigterm_raises, stop_status
 
 USER_ERRORS = (OSError, ValueError)
 
@@ -31,16 +35,19 @@ def user_error_message(err: BaseException) -> str:
 @contextlib.contextmanager
 def exit_on_user_error(prog: str, errors: Tuple[Type[BaseException], ...] = ()) -> Iterator[None]:
     """End the program with ``prog: error: MESSAGE`` (exit status 1) on a user
-    error (``USER_ERRORS`` and ``errors``), and with ``prog: interrupted``
-    (exit status 130) on Ctrl-C."""
+    error (``USER_ERRORS`` and ``errors``), with ``prog: interrupted`` (exit
+    status 130) on Ctrl-C and with ``prog: terminated`` (143) on SIGTERM, which
+    inside the block raises ``KeyboardInterrupt``'s subclass ``Terminated``."""
     try:
-        yield
+        with sigterm_raises():
+            yield
     except (*USER_ERRORS, *errors) as err:
         print(f"{prog}: error: {user_error_message(err)}", file=sys.stderr)
         raise SystemExit(1) from None
-    except KeyboardInterrupt:
-        print(f"{prog}: interrupted", file=sys.stderr)
-        raise SystemExit(130) from None
+    except KeyboardInterrupt as stop:
+        word, status = stop_status(stop)
+        print(f"{prog}: {word}", file=sys.stderr)
+        raise SystemExit(status) from None
 
 
 def _same_file(a: str, b: str) -> bool:
@@ -55,8 +62,9 @@ def check_output(path: str, *, option: str = "--out", inputs: Mapping[str, Optio
     ``path`` whose writing would lose a user's file or fail: the same file as
     one of ``inputs`` (what the user calls it -> its path; ``None`` skipped),
     an existing file without ``overwrite``, a file where a directory is meant
-    (``directory``) or a directory where a file is, and a place whose nearest
-    existing directory is not writable. An existing ``directory`` is allowed:
+    (``directory``) or a directory where a file is, a device, FIFO or socket
+    (even with ``overwrite``), and a place whose nearest existing directory is
+    not writable. An existing ``directory`` is allowed:
     its contents are the caller's to check."""
     for name, given in dict(inputs).items():
         if given is not None and _same_file(path, given):
@@ -67,6 +75,8 @@ def check_output(path: str, *, option: str = "--out", inputs: Mapping[str, Optio
             raise ValueError(f"{path}: {option} exists and is not a directory")
     elif os.path.isdir(path):
         raise ValueError(f"{path}: {option} is a directory; name a file")
+    elif unreplaceable_kind(path) is not None:
+        raise ValueError(f"{path}: {option} is {unreplaceable_kind(path)}, which is never replaced; name a file")
     elif os.path.lexists(path) and not overwrite:
         raise ValueError(f"{path}: {option} exists; pass --overwrite to replace it, or name another file")
     place = path if directory and os.path.isdir(path) else os.path.dirname(os.path.abspath(path))

@@ -95,9 +95,9 @@ def test_split_wikitext_replaces_all_three_files_or_none(tmp_path, monkeypatch):
     old = {p.name: p.read_bytes() for p in out_dir.iterdir()}
     replace = os.replace
 
-    def test_split_unwritable(source, target):  # as wiki.test.tokens with chattr +i
-        if str(target).endswith("wiki.test.tokens") and str(source).endswith(".tmp"):
-            raise PermissionError(1, "Operation not permitted", str(target))
+    def test_split_unwritable(source, target):  # as wiki.test.tokens with chattr +i: neither replaced nor moved
+        if str(out_dir / "wiki.test.tokens") in (str(source), str(target)):
+            raise PermissionError(1, "Operation not permitted", str(out_dir / "wiki.test.tokens"))
         replace(source, target)
 
     monkeypatch.setattr(os, "replace", test_split_unwritable)

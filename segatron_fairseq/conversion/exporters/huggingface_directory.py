@@ -1,6 +1,7 @@
 """What every Hugging Face export writes: BERT-named layers, the tokenizer
-files, and the directory itself (written beside its place first, so a failed
-export leaves nothing behind)."""
+files, and the directory itself (written in a new private directory beside its
+place and renamed into place when complete, so a failed or stopped export
+leaves nothing behind and removes nothing it did not make)."""
 import json
 import logging
 import os
@@ -10,12 +11,12 @@ from typing import Dict, Optional, Tuple
 from torch import Tensor
 
 from segatron_fairseq.conversion.bert_names import BERT_SPECIAL_NAMES, ENCODER_LAYER_KEYS
+from segatron_preprocess.atomic import atomic_path
 
 from .model_card import CheckpointFacts, card_files
 from .requirements import imported_packages
 
 logger = logging.getLogger(__name__)
-
 
 
 def layer_state(ours: Dict[str, Tensor], our_prefix: str, their_prefix: str,
@@ -135,12 +136,11 @@ def write_directory(out_dir: str, config: Dict, state: Dict[str, Tensor], files:
     file gets an ordinary file's mode (0666 less the umask)."""
     from safetensors.torch import save
 
-    if os.path.exists(out_dir):
+    if os.path.lexists(out_dir):
         raise FileExistsError(f"{out_dir} exists; choose a new directory")
-    staging = out_dir.rstrip("/") + ".partial"
-    shutil.rmtree(staging, ignore_errors=True)
-    os.makedirs(staging)
-    try:
+    os.makedirs(os.path.dirname(os.path.abspath(out_dir)), exist_ok=True)
+    with atomic_path(out_dir) as staging:
+        os.mkdir(staging)
         tensors = {key: value.detach().float().contiguous().clone() for key, value in state.items()}
         # through open(): safetensors' save_file writes a temporary file of mode 0600 and renames it
         with open(os.path.join(staging, "model.safetensors"), "wb") as f:
@@ -156,6 +156,3 @@ def write_directory(out_dir: str, config: Dict, state: Dict[str, Tensor], files:
                 f.write(text)
         for name, source in copies.items():
             shutil.copyfile(source, os.path.join(staging, name))
-        os.replace(staging, out_dir)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)

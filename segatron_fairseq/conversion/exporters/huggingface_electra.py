@@ -7,10 +7,11 @@ is written with each layer's copy of the shared tensors. A model with index tabl
 Hugging Face class, nor has a fine-tuned one (no generator) a pre-training one.
 """
 import os
-import shutil
 from typing import Dict, Optional
 
 from torch import Tensor
+
+from segatron_preprocess.atomic import atomic_path
 
 from .huggingface_directory import layer_state, position_rows, tokenizer_files, warn_about_heads, write_directory
 from .model_card import CheckpointFacts
@@ -64,7 +65,7 @@ def export(model, dictionary, subwords, out_dir: str, facts: Optional[Checkpoint
     ``generator/``: config.json, model.safetensors and the tokenizer files each."""
     warn_about_heads(model)
     _check(model)
-    if os.path.exists(out_dir):
+    if os.path.lexists(out_dir):
         raise FileExistsError(f"{out_dir} exists; choose a new directory")
     # every layer's tensors, also those a layer-sharing model's state dict holds once (ELECTRA shares none)
     ours = {**{name: p.detach() for name, p in model.named_parameters(remove_duplicate=False)}, **model.state_dict()}
@@ -81,15 +82,11 @@ def export(model, dictionary, subwords, out_dir: str, facts: Optional[Checkpoint
     generator["generator_lm_head.weight"] = ours["generator.lm_head.weight"]
     generator["generator_lm_head.bias"] = ours["generator.lm_head.bias"]
     files, copies = tokenizer_files(dictionary, subwords, model.args.max_positions)
-    staging = out_dir.rstrip("/") + ".partial"
-    shutil.rmtree(staging, ignore_errors=True)
-    os.makedirs(staging)
-    try:
+    os.makedirs(os.path.dirname(os.path.abspath(out_dir)), exist_ok=True)
+    with atomic_path(out_dir) as staging:
+        os.mkdir(staging)
         for name, encoder, state, architecture in (
                 ("discriminator", model.encoder, discriminator, "ElectraForPreTraining"),
                 ("generator", model.generator, generator, "ElectraForMaskedLM")):
             write_directory(os.path.join(staging, name), _config(model, encoder, dictionary, architecture), state,
                             files, copies, facts)
-        os.replace(staging, out_dir)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)

@@ -21,13 +21,14 @@ refused too unless --overwrite, and --out is checked to be writable before
 any training.
 """
 import argparse
+import fnmatch
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
+from typing import List
 
 import torch
 from fairseq.checkpoint_utils import load_checkpoint_file
@@ -94,8 +95,19 @@ def check_data(parser, data: str, splits) -> None:
         parser.error(f"--data {data}: not a segatron-preprocess directory with {', '.join(splits)} (no {missing[0]})")
 
 
+RUN_FILES = ("checkpoint*.pt", "*.log")  # what a variant's run writes into its folder
+
+
+def files_of_no_run(folder: str) -> List[str]:
+    """The entries of ``folder`` that no variant's run writes (not a regular file matching ``RUN_FILES``)."""
+    return sorted(name for name in os.listdir(folder)
+                  if not (os.path.isfile(os.path.join(folder, name)) and not os.path.islink(os.path.join(folder, name))
+                          and any(fnmatch.fnmatch(name, pattern) for pattern in RUN_FILES)))
+
+
 def check_folders(parser, args, names) -> None:
-    """``--workdir``'s variant folders are free (or --overwrite) and ``--out`` can be written."""
+    """``--workdir``'s variant folders are free (or hold an earlier run's files alone, with --overwrite) and
+    ``--out`` can be written."""
     if os.path.exists(args.workdir) and not os.path.isdir(args.workdir):
         parser.error(f"--workdir {args.workdir}: a file, not a directory")
     for name in names:
@@ -105,6 +117,10 @@ def check_folders(parser, args, names) -> None:
         if os.path.isdir(folder) and os.listdir(folder) and not args.overwrite:
             parser.error(f"--workdir {args.workdir}: {folder} holds an earlier run; pass --overwrite to replace it, "
                          f"or name another --workdir")
+        if os.path.isdir(folder) and files_of_no_run(folder):
+            parser.error(f"--workdir {args.workdir}: {os.path.join(folder, files_of_no_run(folder)[0])} was not "
+                         f"written by a run (only {' and '.join(RUN_FILES)} are replaced); move it or name another "
+                         f"--workdir")
     if args.out is not None:
         inputs = {f"--data's {name}": os.path.join(args.data, name) for name in os.listdir(args.data)}
         try:
@@ -136,10 +152,11 @@ def write_results(path: str, results) -> None:
 
 
 def fresh_folder(folder: str) -> None:
-    """``folder`` empty: created, or emptied when ``check_folders`` allowed it (--overwrite)."""
-    if os.path.isdir(folder) and os.listdir(folder):
-        shutil.rmtree(folder)
+    """``folder`` empty: created, or its earlier run's files removed when ``check_folders`` allowed it
+    (--overwrite; it holds nothing else)."""
     os.makedirs(folder, exist_ok=True)
+    for name in sorted(set(os.listdir(folder)) - set(files_of_no_run(folder))):
+        os.remove(os.path.join(folder, name))
 
 
 def validation_args(validate_every: int):

@@ -96,6 +96,35 @@ def test_compare_mlm_checks_the_same(tmp_path):
     assert (runs / "mlm" / "bert" / "train.log").read_text() == "an earlier run\n"
 
 
+@pytest.mark.parametrize("command", ["segatron-compare-lm", "segatron-compare-mlm"])
+def test_overwrite_never_deletes_what_no_run_wrote(tmp_path, command):
+    """--overwrite replaces a variant folder's checkpoints and logs; a folder holding anything else is refused
+    whole, with nothing deleted."""
+    data = fake_data(tmp_path / "bin")
+    folder = tmp_path / "runs" / ("no_sentence" if command == "segatron-compare-lm" else "mlm/bert")
+    (folder / "notes").mkdir(parents=True)
+    (folder / "checkpoint_last.pt").write_text("an earlier run\n")
+    (folder / "analysis.ipynb").write_text("mine\n")
+    runs = tmp_path / "runs"
+    refused(command, "--data", data, "--workdir", runs, "--overwrite",
+            expect=f"--workdir {runs}: {folder / 'analysis.ipynb'} was not written by a run")
+    (folder / "analysis.ipynb").unlink()
+    refused(command, "--data", data, "--workdir", runs, "--overwrite",
+            expect=f"--workdir {runs}: {folder / 'notes'} was not written by a run")
+    assert (folder / "checkpoint_last.pt").read_text() == "an earlier run\n" and (folder / "notes").is_dir()
+
+
+def test_fresh_folder_removes_an_earlier_runs_files_alone(tmp_path):
+    from segatron_fairseq.cli.compare_lm import fresh_folder
+
+    (tmp_path / "run").mkdir()
+    for name in ("checkpoint_last.pt", "checkpoint_1_2.pt", "train.log", "eval_valid.log"):
+        (tmp_path / "run" / name).write_text("x")
+    fresh_folder(str(tmp_path / "run"))
+    fresh_folder(str(tmp_path / "new"))
+    assert list((tmp_path / "run").iterdir()) == [] and (tmp_path / "new").is_dir()
+
+
 @pytest.mark.end_to_end  # segatron-compare-lm runs fairseq-train and fairseq-eval-lm in subprocesses
 def test_compare_lm_with_overwrite_replaces_an_earlier_run(tmp_path):
     """An earlier run replaced; the valid curve in train.log (--validate-every); results.json with the test split by

@@ -115,7 +115,10 @@ def run(args) -> None:
         pool_context()  # its forkserver imports the workers' modules while this process goes on
     splits, srcdict = check_run(args)
     with interruptible(), locked_destination(args.destdir):
-        metadata = read_metadata(args.destdir)
+        try:
+            metadata = read_metadata(args.destdir)
+        except ValueError as err:
+            raise PreprocessError(f"{err}; --destdir must be a segatron-preprocess directory") from None
         _check_recorded_settings(args.destdir, metadata, args)
         remove_abandoned(args.destdir)
         with staging_directory(args.destdir) as stage:

@@ -90,7 +90,8 @@ def _check_entry(path: str, split: str, files, entry: Dict) -> None:
     key = f"splits.{split}"
     state = entry.get(STATE)
     if not isinstance(state, str):
-        raise _damaged(path, f"{key}.{STATE}", "is missing" if state is None else f"is {json_kind(state)}, not a string")
+        problem = "is missing" if state is None else f"is {json_kind(state)}, not a string"
+        raise _damaged(path, f"{key}.{STATE}", problem)
     if state != COMPLETE:
         return  # the reader refuses it, saying so
     _checked_map(path, f"{key}.{FILES}", entry.get(FILES), files, _is_size, "a size in bytes")
@@ -158,11 +159,10 @@ def _warn_without_digests(manifest: SplitManifest) -> None:
     if directory in _warned:
         return
     _warned.add(directory)
-    version = "0.2.0" if manifest.has_sizes else "0.1.0"
+    version, checked = ("0.2.0", "its file sizes are") if manifest.has_sizes else ("0.1.0", "its files are")
     logger.warning(f"{manifest.path}: split {os.path.basename(manifest.prefix)} was written by segatron-preprocess "
                    f"{version}, without digests: nothing ties it to its dictionary, and a split copied in from "
-                   f"another run is not detected (only {'its file sizes are' if manifest.has_sizes else 'its files are'}"
-                   f" checked); {_AGAIN} to add them")
+                   f"another run is not detected (only {checked} checked); {_AGAIN} to add them")
 
 
 def check_contents(manifest: SplitManifest, verify: bool = False) -> None:

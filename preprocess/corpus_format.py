@@ -13,7 +13,9 @@ it). Only numpy is imported here, so both sides can use it cheaply.
       punkt_tab/                        a trained Punkt model (NLTK's punkt_tab format);
                                         0.1.0 wrote punkt.json instead, still read
       segatron_preprocess.json          metadata: the run's settings and, per split, a summary and
-                                        its manifest (the state and byte size of its eight files)
+                                        its manifest (its state; the size, sha256 and sampled sha256
+                                        of its eight files; the sha256 of dict.txt and of the
+                                        splitter's and sub-words' files it was binarized with)
 
 Index semantics (0-based, per token, eos included): paragraph in its document,
 sentence in its paragraph, token in its sentence (see ``indexer.py``). So a
@@ -59,9 +61,13 @@ LEGACY_PUNKT_FILE = "punkt.json"
 INPUT_FORMAT, SENTENCE_SPLITTER, BPE, SPLITS = "input_format", "sentence_splitter", "bpe", "splits"
 STREAM_STYLE, BPE_VOCAB_SIZE, BPE_CASED = "stream_style", "bpe_vocab_size", "bpe_cased"
 NO_BPE, SENTENCEPIECE, WORDPIECE = "none", "sentencepiece", "wordpiece"
-# a split's manifest in SPLITS[split]: STATE is WRITING from before its files are replaced until
-# FILES (file name -> size in bytes) is written, last; splits of 0.1.0 have neither
+# a split's manifest in SPLITS[split]: STATE is WRITING from before its files are replaced until the rest is
+# written, last: FILES, SHA256 and SAMPLED_SHA256 (file name -> size in bytes, sha256 of the whole file, sha256
+# of sampled blocks: digests.py) and RESOURCES (path in the directory -> sha256 of the RESOURCE_NAMES files
+# there when the split was written). Splits of 0.2.0 have STATE and FILES only, splits of 0.1.0 none of them
 STATE, WRITING, COMPLETE, FILES = "state", "writing", "complete", "files"
+SHA256, SAMPLED_SHA256, RESOURCES = "sha256", "sampled_sha256", "resources"
+RESOURCE_NAMES = (DICT_FILE, SENTENCEPIECE_FILE, WORDPIECE_FILE, PUNKT_DIR, LEGACY_PUNKT_FILE)
 
 
 def index_prefix(prefix: str, name: str) -> str:
@@ -96,12 +102,32 @@ def document_starts(token_index: np.ndarray, sentence_index: np.ndarray, paragra
 
 def read_metadata(directory: str) -> Dict:
     """``segatron_preprocess.json`` of ``directory``; {} when there is none
-    (a ``fairseq-preprocess`` directory)."""
+    (a ``fairseq-preprocess`` directory). ``ValueError`` when it is not a JSON
+    object, or its SPLITS not an object."""
     path = os.path.join(directory, METADATA_FILE)
     if not os.path.isfile(path):
         return {}
     with open(path, encoding="utf-8") as f:
         try:
-            return json.load(f)
+            metadata = json.load(f)
         except ValueError as err:
             raise ValueError(f"{path}: not JSON ({err})") from None
+    if not isinstance(metadata, dict):
+        raise ValueError(f"{path}: holds {json_kind(metadata)}, not a JSON object; the file was edited or damaged")
+    if not isinstance(metadata.get(SPLITS, {}), dict):
+        raise ValueError(f"{path}: {SPLITS} is {json_kind(metadata[SPLITS])}, not an object (split name -> "
+                         f"manifest); the file was edited or damaged")
+    return metadata
+
+
+def json_kind(value) -> str:
+    """What a JSON value is, as a message says it: ``a list``, ``a string ('154310')``, ``null``, ..."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true or false"
+    if isinstance(value, (int, float)):
+        return f"a number ({value!r})"
+    if isinstance(value, str):
+        return f"a string ({value[:40]!r}{'...' if len(value) > 40 else ''})"
+    return "a list" if isinstance(value, list) else "an object"

@@ -1,4 +1,7 @@
-"""``segatron-inspect DESTDIR SPLIT ITEM``: an item's tokens with their indexes."""
+"""``segatron-inspect DESTDIR SPLIT ITEM``: an item's tokens with their indexes.
+
+``--verify`` first rehashes the split's files whole against their manifest
+(opening a split checks sampled blocks only)."""
 import argparse
 import os
 import sys
@@ -54,6 +57,8 @@ def cli_main(argv=None) -> None:
     parser.add_argument("destdir", help="a segatron-preprocess output directory")
     parser.add_argument("split", help="split name, e.g. train, valid, test")
     parser.add_argument("item", type=int, help="item number (0-based; negative counts from the end)")
+    parser.add_argument("--verify", action="store_true",
+                        help="rehash the split's files whole and compare them with the sha256 its manifest records")
     args = parser.parse_args(argv)
     from .inputs import load_dictionary
     from .split_reader import SplitReader
@@ -62,7 +67,7 @@ def cli_main(argv=None) -> None:
     try:
         _check_destdir(args.destdir)
         dictionary = load_dictionary(os.path.join(args.destdir, DICT_FILE))
-        dataset = SplitReader(prefix, len(dictionary))
+        dataset = SplitReader(prefix, len(dictionary), verify=args.verify)
     except (PreprocessError, ValueError) as err:
         _fail(str(err))
     except OSError as err:  # SplitReader's "split ... is incomplete", or a file that cannot be read
@@ -70,6 +75,8 @@ def cli_main(argv=None) -> None:
     item = args.item + len(dataset) if args.item < 0 else args.item
     if not 0 <= item < len(dataset):
         _fail(f"item {args.item} out of range ({len(dataset)} items in {prefix})")
+    if args.verify:
+        print(f"{prefix}: its files and resources have the sha256 its manifest records", file=sys.stderr)
     _print_for_a_reader_that_may_stop(format_item(dataset, dictionary, item))
 
 

@@ -11,6 +11,10 @@ from .corpus_format import (
     COMPLETE,
     FILES,
     METADATA_FILE,
+    RESOURCE_NAMES,
+    RESOURCES,
+    SAMPLED_SHA256,
+    SHA256,
     SPLITS,
     STATE,
     WRITING,
@@ -19,8 +23,9 @@ from .corpus_format import (
     index_prefix,
     read_metadata,
 )
+from .digests import file_sha256, sampled_sha256
 from .errors import PreprocessError
-from .staging import uninterrupted
+from .staging import check_interrupted, uninterrupted
 
 # the directory, in the destination, that holds the files a commit replaces until it has succeeded
 PREVIOUS_PREFIX = ".segatron-previous-"
@@ -56,6 +61,36 @@ def continue_paragraph_index(merged_prefix: str, chunk_stats: List) -> None:
         paragraphs_before += stats.paragraphs
     values.flush()
     del values
+
+
+def resource_digests(destdir: str, staging: str, new: List[str]) -> Dict[str, str]:
+    """Path in ``destdir`` -> sha256 of each file of RESOURCE_NAMES that ``destdir``
+    holds once the run is committed: ``new`` (names in ``staging``) or kept."""
+    digests = {}
+    for name in RESOURCE_NAMES:
+        path = os.path.join(staging if name in new else destdir, name)
+        if os.path.isfile(path):
+            digests[name] = file_sha256(path)
+        for root, dirs, files in os.walk(path):
+            dirs.sort()
+            for file in sorted(files):
+                relative = os.path.relpath(os.path.join(root, file), os.path.dirname(path))
+                digests[relative.replace(os.sep, "/")] = file_sha256(os.path.join(root, file))
+    return digests
+
+
+def split_manifest(prefix: str, resources: Dict[str, str]) -> Dict:
+    """The manifest of the finished split ``prefix`` (corpus_format): COMPLETE,
+    the size, sha256 and sampled sha256 of its eight files, and ``resources``."""
+    files = dataset_files(prefix)
+    manifest = {STATE: COMPLETE, FILES: {}, SHA256: {}, SAMPLED_SHA256: {}, RESOURCES: resources}
+    for path in files:
+        name = os.path.basename(path)
+        manifest[FILES][name] = os.path.getsize(path)
+        manifest[SHA256][name] = file_sha256(path)
+        manifest[SAMPLED_SHA256][name] = sampled_sha256(path)
+        check_interrupted()
+    return manifest
 
 
 def _write_metadata(destdir: str, metadata: Dict) -> None:
@@ -97,7 +132,8 @@ def commit(destdir: str, staging: str, resources: List[str], splits: List[str], 
     3. the new resources (dictionary, Punkt, sentencepiece model) move in;
     4. each split's eight files move in, the token dataset's .idx last;
     5. the metadata gets the settings and each split's summary and manifest
-       (COMPLETE, the size of each file), written last;
+       (``split_manifest``, computed in ``staging`` before the commit starts),
+       written last;
     6. the files moved aside are removed.
 
     When a step fails, every move is undone in reverse order and the metadata
@@ -110,6 +146,8 @@ def commit(destdir: str, staging: str, resources: List[str], splits: List[str], 
     for split in splits:
         files = list(zip(dataset_files(os.path.join(staging, split)), dataset_files(os.path.join(destdir, split))))
         moves += files[2:] + files[:2]
+    resources_of_splits = resource_digests(destdir, staging, resources)
+    manifests = {split: split_manifest(os.path.join(staging, split), resources_of_splits) for split in splits}
     with uninterrupted():
         try:
             previous_metadata = _read_bytes(metadata_path)
@@ -135,9 +173,7 @@ def commit(destdir: str, staging: str, resources: List[str], splits: List[str], 
                 os.replace(staged, final)
                 done.append((staged, final))
             for split in splits:
-                finals = dataset_files(os.path.join(destdir, split))
-                recorded[split] = {**summaries[split], STATE: COMPLETE,
-                                   FILES: {os.path.basename(final): os.path.getsize(final) for final in finals}}
+                recorded[split] = {**summaries[split], **manifests[split]}
             metadata.update(settings)
             current = metadata_path
             _write_metadata(destdir, metadata)

@@ -92,7 +92,16 @@ def check_run(args) -> Tuple[List[Tuple[str, str]], Optional[object]]:
         check_text_file(path, split, args.input_format)
     srcdict = load_dictionary(args.srcdict) if args.srcdict else None
     _check_destdir(args.destdir)
+    _recorded_metadata(args.destdir)
     return splits, srcdict
+
+
+def _recorded_metadata(destdir: str) -> Dict:
+    """The destination's metadata; ``PreprocessError`` when it is not what segatron-preprocess writes."""
+    try:
+        return read_metadata(destdir)
+    except ValueError as err:
+        raise PreprocessError(f"{err}; --destdir must be a segatron-preprocess directory") from None
 
 
 def _check_destdir(destdir: str) -> None:
@@ -115,7 +124,7 @@ def run(args) -> None:
         pool_context()  # its forkserver imports the workers' modules while this process goes on
     splits, srcdict = check_run(args)
     with interruptible(), locked_destination(args.destdir):
-        metadata = read_metadata(args.destdir)
+        metadata = _recorded_metadata(args.destdir)
         _check_recorded_settings(args.destdir, metadata, args)
         remove_abandoned(args.destdir)
         with staging_directory(args.destdir) as stage:

@@ -9,26 +9,16 @@ reads splits with it; the plugin's datasets build on it
 """
 import os
 import struct
-from typing import Dict, List, NamedTuple, Optional
+from typing import List, NamedTuple, Optional
 
 import numpy as np
 import torch
 from fairseq.data import indexed_dataset
 from fairseq.data.indexed_dataset import MMapIndexedDataset, data_file_path, index_file_path
 
-from .corpus_format import (
-    COMPLETE,
-    DICT_FILE,
-    FILES,
-    INDEX_NAMES,
-    METADATA_FILE,
-    SPLITS,
-    STATE,
-    dataset_files,
-    document_starts,
-    index_prefix,
-    read_metadata,
-)
+from .corpus_format import DICT_FILE, INDEX_NAMES, dataset_files, document_starts, index_prefix
+from .manifest import check_contents, check_state_and_sizes, read_split_manifest
+from .split_error import SplitFileError
 
 
 class SegmentItem(NamedTuple):
@@ -58,8 +48,8 @@ def _check_index_file(path: str) -> None:
         elif os.path.getsize(path) != expected:
             problem = f"{os.path.getsize(path):,} bytes where its header announces {expected:,}"
     if problem:
-        raise ValueError(f"{path}: not a complete fairseq index ({problem}); the split was not written "
-                         f"completely: run segatron-preprocess again")
+        raise SplitFileError(f"{path}: not a complete fairseq index ({problem}); the split was not written "
+                             f"completely: run segatron-preprocess again")
 
 
 def _open(prefix: str) -> MMapIndexedDataset:
@@ -72,45 +62,25 @@ def _open(prefix: str) -> MMapIndexedDataset:
     expected = int(index._pointers[-1]) + int(index._sizes[-1]) * index.dtype().itemsize if len(index) else 0
     actual = os.path.getsize(data_path)
     if actual != expected:
-        raise ValueError(f"{data_path} has {actual:,} bytes but {index_path} describes {expected:,}: the file is "
-                         f"truncated or from another run; run segatron-preprocess again")
+        raise SplitFileError(f"{data_path} has {actual:,} bytes but {index_path} describes {expected:,}: the file "
+                             f"is truncated or from another run; run segatron-preprocess again")
     return dataset
-
-
-def _manifest(prefix: str) -> Optional[Dict]:
-    """The split's entry in its directory's segatron_preprocess.json, or None
-    (a split of 0.1.0, or a directory without metadata)."""
-    entry = read_metadata(os.path.dirname(prefix) or ".").get(SPLITS, {}).get(os.path.basename(prefix))
-    return entry if isinstance(entry, dict) and STATE in entry else None
-
-
-def _check_manifest(prefix: str, entry: Optional[Dict]) -> None:
-    if entry is None:
-        return
-    if entry[STATE] != COMPLETE:
-        raise ValueError(f"{prefix}: segatron-preprocess did not finish writing this split (its manifest in "
-                         f"{METADATA_FILE} says {entry[STATE]}); run segatron-preprocess again")
-    directory = os.path.dirname(prefix)
-    for name, size in entry.get(FILES, {}).items():
-        path = os.path.join(directory, name)
-        if os.path.getsize(path) != size:
-            raise ValueError(f"{path} has {os.path.getsize(path):,} bytes, its manifest in {METADATA_FILE} says "
-                             f"{size:,}: the split's files are not from one run; run segatron-preprocess again")
 
 
 def check_token_ids(dataset: MMapIndexedDataset, prefix: str, dictionary_size: int) -> None:
     """Every token id of ``dataset`` (the split ``prefix``) is below
-    ``dictionary_size``: one pass over its memory map. The manifest checks
-    sizes only; a ``.bin`` written with another dictionary has the right size
-    and ids that the model's embeddings do not have."""
+    ``dictionary_size``: one pass over its memory map. For a directory of
+    fairseq-preprocess, and for splits without digests, the one check that a
+    ``.bin`` written with another dictionary has ids the model's embeddings do
+    not have."""
     count = int(dataset.sizes.sum())
     if count == 0:
         return
     largest = int(np.frombuffer(dataset._bin_buffer, dtype=dataset._index.dtype, count=count).max())
     if largest >= dictionary_size:
-        raise ValueError(f"{data_file_path(prefix)}: token id {largest:,} is outside the dictionary of "
-                         f"{dictionary_size:,} symbols: the split was binarized with another dictionary; run "
-                         f"segatron-preprocess again")
+        raise SplitFileError(f"{data_file_path(prefix)}: token id {largest:,} is outside the dictionary of "
+                             f"{dictionary_size:,} symbols: the split was binarized with another dictionary; run "
+                             f"segatron-preprocess again")
 
 
 def _dictionary_size(prefix: str) -> Optional[int]:
@@ -126,44 +96,47 @@ def _dictionary_size(prefix: str) -> Optional[int]:
 class SplitReader:
     """Token ids with their paragraph/sentence/token indexes, item by item.
 
-    Opening checks the whole set (``FileNotFoundError`` or ``ValueError``,
-    naming the file): all eight files present, each .bin as long as its .idx
-    says, the same items with the same lengths in the four datasets, the
-    split's manifest (state and file sizes) unchanged while they were opened,
-    and every token id below ``dictionary_size`` (by default the size of the
-    ``dict.txt`` beside the split; not checked when there is none).
+    Opening checks the whole set (``FileNotFoundError`` or ``SplitFileError``,
+    a ``ValueError``, naming the file): all eight files present, the split's
+    manifest complete (``manifest.py``), each file of the size it records, each
+    .bin as long as its .idx says, the same items with the same lengths in the
+    four datasets, every token id below ``dictionary_size`` (by default the
+    size of the ``dict.txt`` beside the split; not checked when there is none),
+    the resources and sampled blocks of the files as the manifest records them
+    (with ``verify``, the whole files), and the manifest unchanged meanwhile.
     """
 
-    def __init__(self, prefix: str, dictionary_size: Optional[int] = None):
+    def __init__(self, prefix: str, dictionary_size: Optional[int] = None, verify: bool = False):
         self.prefix = prefix
         missing = self.missing_files(prefix)
         if missing:
             raise FileNotFoundError(f"split {prefix} is incomplete: missing {', '.join(missing)} (run "
                                     f"segatron-preprocess)")
-        manifest = _manifest(prefix)
-        _check_manifest(prefix, manifest)
+        manifest = read_split_manifest(prefix)
+        check_state_and_sizes(manifest)
         self.tokens = _open(prefix)
         self.indexes = {name: _open(index_prefix(prefix, name)) for name in INDEX_NAMES}
         for name, dataset in self.indexes.items():
             other = index_prefix(prefix, name)
             if len(dataset) != len(self.tokens):
-                raise ValueError(
+                raise SplitFileError(
                     f"{index_file_path(other)} has {len(dataset)} items but {index_file_path(prefix)} has "
                     f"{len(self.tokens)}: the segment index datasets do not belong to these tokens"
                 )
             if not np.array_equal(dataset.sizes, self.tokens.sizes):
                 first = int(np.flatnonzero(dataset.sizes != self.tokens.sizes)[0])
-                raise ValueError(
+                raise SplitFileError(
                     f"{index_file_path(other)} and {index_file_path(prefix)} differ in length at item {first} "
                     f"({dataset.sizes[first]} vs {self.tokens.sizes[first]} tokens)"
                 )
-        if _manifest(prefix) != manifest:
-            raise ValueError(f"{prefix}: segatron-preprocess rewrote this split while it was being opened; "
-                             f"open it again")
         if dictionary_size is None:
             dictionary_size = _dictionary_size(prefix)
         if dictionary_size is not None:
             check_token_ids(self.tokens, prefix, dictionary_size)
+        check_contents(manifest, verify)
+        if read_split_manifest(prefix) != manifest:
+            raise SplitFileError(f"{prefix}: segatron-preprocess rewrote this split while it was being opened; "
+                                 f"open it again")
 
     @staticmethod
     def missing_files(prefix: str) -> List[str]:

@@ -27,7 +27,11 @@ from omegaconf import II
 
 from segatron_fairseq.data import ClozeBlockDataset, FieldDataset, SegmentIndexedDataset
 from segatron_fairseq.segments import TABLE_SIZES
-from segatron_fairseq.tasks.single_dictionary_task import SingleDictionaryTask, load_corpus_dictionary
+from segatron_fairseq.tasks.single_dictionary_task import (
+    SingleDictionaryTask,
+    load_corpus_dictionary,
+    verify_data_field,
+)
 from segatron_preprocess.corpus_format import INDEX_NAMES, STREAM_STYLE, read_metadata
 
 logger = logging.getLogger(__name__)
@@ -41,6 +45,7 @@ class ClozeLMConfig(FairseqDataclass):
                                      metadata={"help": "paragraph indexes are fitted to this many rows"})
     max_sentence_index: int = field(default=TABLE_SIZES["sentence"],
                                     metadata={"help": "sentence indexes are fitted to this many rows"})
+    verify_data: bool = verify_data_field()
     seed: int = II("common.seed")
 
 
@@ -74,11 +79,11 @@ class ClozeLMTask(SingleDictionaryTask):
         return model
 
     def load_dataset(self, split: str, epoch: int = 1, combine: bool = False, **kwargs):
+        corpus = SegmentIndexedDataset(os.path.join(self.cfg.data, split), len(self.dictionary), self.cfg.verify_data)
         if read_metadata(self.cfg.data).get(STREAM_STYLE) == "authors":
             raise ValueError(f"{self.cfg.data}: binarized with --stream-style authors (paragraph counters that run "
                              f"over the whole split, no document starts): cloze blocks stay within documents; "
                              f"binarize with --stream-style fairseq")
-        corpus = SegmentIndexedDataset(os.path.join(self.cfg.data, split), len(self.dictionary))
         d = self.dictionary
         blocks = ClozeBlockDataset(corpus, d.bos(), d.eos(), d.pad(), self.cfg.tokens_per_sample,
                                    self.index_limits)

@@ -25,11 +25,17 @@ from fairseq.data import (
 from fairseq.data.indexed_dataset import MMapIndexedDataset
 from fairseq.tasks import register_task
 
-from segatron_fairseq.data import FieldDataset, ShortSequenceDataset, ShortSequenceSampleDataset
+from segatron_fairseq.data import (
+    FieldDataset,
+    SegmentIndexedDataset,
+    ShortSequenceDataset,
+    ShortSequenceSampleDataset,
+)
 from segatron_fairseq.segments import MASK_SYMBOL
 from segatron_fairseq.tasks.masking import MaskingConfig, load_dictionary_with_mask, span_mask_dataset
 from segatron_fairseq.tasks.per_sequence_sizes import PerSequenceSizeCheck
 from segatron_fairseq.tasks.single_dictionary_task import SingleDictionaryTask
+from segatron_preprocess.corpus_format import METADATA_FILE
 from segatron_preprocess.split_reader import check_token_ids
 
 logger = logging.getLogger(__name__)
@@ -59,7 +65,9 @@ class CrossThoughtMLMTask(PerSequenceSizeCheck, SingleDictionaryTask):
         tokens = data_utils.load_indexed_dataset(path, self.dictionary)
         if tokens is None:
             raise FileNotFoundError(f"split '{split}' not found: {path}.bin/.idx")
-        if isinstance(tokens, MMapIndexedDataset):  # what segatron-preprocess and fairseq-preprocess write
+        if os.path.isfile(os.path.join(self.cfg.data, METADATA_FILE)):  # segatron-preprocess's: the split as a whole
+            SegmentIndexedDataset(path, len(self.dictionary), self.cfg.verify_data)
+        elif isinstance(tokens, MMapIndexedDataset):  # what fairseq-preprocess writes
             check_token_ids(tokens, path, len(self.dictionary))
         block = self.cfg.num_sequences * self.cfg.sequence_length
         blocks = TokenBlockDataset(tokens, tokens.sizes, block, pad=self.dictionary.pad(), eos=self.dictionary.eos(),

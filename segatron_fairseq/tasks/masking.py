@@ -12,7 +12,7 @@ from omegaconf import II
 
 from segatron_fairseq.data.span_masking import MASK_SPAN_MODES, SpanMaskDataset
 from segatron_fairseq.segments import MASK_SYMBOL
-from segatron_fairseq.tasks.single_dictionary_task import load_corpus_dictionary
+from segatron_fairseq.tasks.single_dictionary_task import load_corpus_dictionary, verify_data_field
 from segatron_preprocess.corpus_format import BPE, METADATA_FILE, NO_BPE, WORDPIECE, read_metadata
 
 
@@ -30,6 +30,7 @@ class MaskingConfig(FairseqDataclass):
                                    "sentence (ours): whole sentences; span and sentence decide 80/10/10 per span"})
     span_geometric_p: float = field(default=0.2, metadata={"help": "p of the span lengths' geometric distribution"})
     max_span_length: int = field(default=10, metadata={"help": "longest span, in words"})
+    verify_data: bool = verify_data_field()
     seed: int = II("common.seed")
 
 

@@ -121,9 +121,10 @@ class SegaBERTMLMTask(SingleDictionaryTask):
 
     def load_dataset(self, split: str, epoch: int = 1, combine: bool = False, **kwargs):
         prefix = os.path.join(self.cfg.data, split)
+        corpus = SegmentIndexedDataset(prefix, len(self.dictionary), self.cfg.verify_data)
         examples = (SentenceOrderDataset if self.cfg.sentence_order_prediction else DocumentExampleDataset)(
-            SegmentIndexedDataset(prefix, len(self.dictionary)), self.dictionary.bos(), self.dictionary.eos(),
-            self.cfg.tokens_per_sample, self.index_limits, self.cfg.seed, self.cfg.examples_per_epoch,
+            corpus, self.dictionary.bos(), self.dictionary.eos(), self.cfg.tokens_per_sample, self.index_limits,
+            self.cfg.seed, self.cfg.examples_per_epoch,
         )
         logger.info(f"{split}: {len(examples):,} examples from {len(examples.table.document_first):,} documents, "
                     f"{len(examples.table.starts):,} sentences")

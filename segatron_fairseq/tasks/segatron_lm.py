@@ -46,7 +46,11 @@ from omegaconf import II
 from segatron_fairseq.data import SegmentIndexedDataset, SegmentStreamDataset
 from segatron_fairseq.models.segatron_xl_decoding import GenerationSetup
 from segatron_fairseq.segments import SEGMENT_LEVELS
-from segatron_fairseq.tasks.single_dictionary_task import SingleDictionaryTask, load_corpus_dictionary
+from segatron_fairseq.tasks.single_dictionary_task import (
+    SingleDictionaryTask,
+    load_corpus_dictionary,
+    verify_data_field,
+)
 from segatron_preprocess.text_encoder import TextEncoder
 
 logger = logging.getLogger(__name__)
@@ -59,6 +63,7 @@ class SegatronLMConfig(FairseqDataclass):
     sample_break_mode: ChoiceEnum(["none", "eos"]) = field(default="none", metadata={
         "help": "none: the split is one stream, read in rows of --tgt-len (training, fairseq-eval-lm); eos: each "
                 "item (line) is a prompt for fairseq-generate"})
+    verify_data: bool = verify_data_field()
     batch_size: Optional[int] = II("dataset.batch_size")
     batch_size_valid: Optional[int] = II("dataset.batch_size_valid")
     train_subset: str = II("dataset.train_subset")
@@ -85,7 +90,7 @@ class SegatronLMTask(SingleDictionaryTask):
 
     def load_dataset(self, split: str, epoch: int = 1, combine: bool = False, **kwargs):
         prefix = os.path.join(self.cfg.data, split)
-        corpus = SegmentIndexedDataset(prefix, len(self.dictionary))
+        corpus = SegmentIndexedDataset(prefix, len(self.dictionary), self.cfg.verify_data)
         if self.cfg.sample_break_mode == "eos":
             if split == self.cfg.train_subset:
                 raise ValueError("--sample-break-mode eos makes prompts for fairseq-generate; training reads the "

@@ -4,8 +4,10 @@ reads names it (``CRITERION``), and any other is refused when it is built; a
 task whose samples only some registered models read names them (``MODELS``),
 and another model is refused before it is built (from a checkpoint: one line
 from fairseq's tools, as for a checkpoint of another dictionary).
-``load_corpus_dictionary`` is how every task reads a corpus's dictionary."""
+``load_corpus_dictionary`` is how every task reads a corpus's dictionary;
+``verify_data_field`` the option of the tasks that read binarized splits."""
 import os
+from dataclasses import field
 from typing import Optional, Tuple
 
 from fairseq.checkpoint_utils import CheckpointFileError
@@ -33,6 +35,13 @@ def load_corpus_dictionary(data: str, source: str, *appended: str) -> Dictionary
     for symbol in appended:
         dictionary.add_symbol(symbol)
     return dictionary
+
+
+def verify_data_field():
+    """``--verify-data``: a pre-training task's config field."""
+    return field(default=False, metadata={
+        "help": "rehash each split's files whole when it is loaded and compare them with the sha256 its manifest "
+                "records (loading checks sampled blocks only)"})
 
 
 class SingleDictionaryTask(FairseqTask):

@@ -24,6 +24,7 @@ from omegaconf import II
 from segatron_fairseq.data import PermutationLMDataset, SegmentIndexedDataset
 from segatron_fairseq.tasks.masking import whole_word_starts
 from segatron_fairseq.tasks.segatron_lm import SegatronLMTask
+from segatron_fairseq.tasks.single_dictionary_task import verify_data_field
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +45,7 @@ class XLNetPLMConfig(FairseqDataclass):
     mask_alpha: int = field(default=6, metadata={"help": "a span of n tokens has n * alpha / beta of context "
                                                          "(XLNet: 6)"})
     mask_beta: int = field(default=1, metadata={"help": "see --mask-alpha (XLNet: 1)"})
+    verify_data: bool = verify_data_field()
     batch_size: Optional[int] = II("dataset.batch_size")
     batch_size_valid: Optional[int] = II("dataset.batch_size_valid")
     train_subset: str = II("dataset.train_subset")
@@ -70,7 +72,7 @@ class XLNetPLMTask(SegatronLMTask):
         self.num_predict = max(1, round(cfg.tokens_per_sample / cfg.partial_prediction_k))
 
     def load_dataset(self, split: str, epoch: int = 1, combine: bool = False, **kwargs):
-        corpus = SegmentIndexedDataset(os.path.join(self.cfg.data, split), len(self.dictionary))
+        corpus = SegmentIndexedDataset(os.path.join(self.cfg.data, split), len(self.dictionary), self.cfg.verify_data)
         num_shards, shard_id = 1, 0
         if torch.distributed.is_available() and torch.distributed.is_initialized():
             num_shards = distributed_utils.get_data_parallel_world_size()

@@ -348,6 +348,8 @@ def test_reader_rejects_misaligned_datasets(wikitext, tmp_path):
     for name in os.listdir(tmp / "ours"):
         if name.startswith("train"):
             (tmp_path / name).write_bytes((tmp / "ours" / name).read_bytes())
+    # the entry of a split of 0.1.0, without a manifest: the files are checked on their own
+    (tmp_path / "segatron_preprocess.json").write_text(json.dumps({"splits": {"train": {}}}))
     SegmentIndexedDataset(str(tmp_path / "train"))
     for ext in ("bin", "idx"):
         (tmp_path / f"train.sentence.{ext}").write_bytes((tmp / "ours" / f"valid.sentence.{ext}").read_bytes())

@@ -257,7 +257,7 @@ def test_readers_name_missing_and_truncated_files(dest):
     assert "train.sentence.idx" in out and "Traceback" not in out
     (dest / "moved.idx").rename(dest / "train.sentence.idx")
 
-    (dest / "segatron_preprocess.json").unlink()  # no manifest (0.1.0): the files are checked on their own
+    _as_written_by("0.1.0", dest, "train")  # no manifest: the files are checked on their own
     paragraph_bin = dest / "train.paragraph.bin"
     data = paragraph_bin.read_bytes()
     paragraph_bin.write_bytes(data[:-10])
@@ -411,8 +411,20 @@ def test_inspect_names_a_destination_it_cannot_read(dest, tmp_path):
         f"byte)"], refusal.output
 
 
+def _as_written_by(version: str, dest, split: str) -> None:
+    """The manifest of ``split`` in ``dest`` as segatron-preprocess ``version`` wrote it: 0.2.0 without digests,
+    0.1.0 without a manifest (its summary alone)."""
+    path = dest / "segatron_preprocess.json"
+    metadata = json.loads(path.read_text())
+    left_out = {"0.2.0": ("sha256", "sampled_sha256", "resources"),
+                "0.1.0": ("state", "files", "sha256", "sampled_sha256", "resources")}[version]
+    metadata["splits"][split] = {key: value for key, value in metadata["splits"][split].items() if key not in left_out}
+    path.write_text(json.dumps(metadata))
+
+
 def test_readers_refuse_token_ids_outside_the_dictionary(dest):
-    """A .bin of the right size written with a larger dictionary passes the manifest; its ids do not."""
+    """A .bin of the right size written with a larger dictionary passes the manifest of 0.2.0 (sizes, no digests);
+    its ids do not."""
     from fairseq.data import Dictionary
 
     from segatron_fairseq.data import SegmentIndexedDataset
@@ -423,6 +435,7 @@ def test_readers_refuse_token_ids_outside_the_dictionary(dest):
     ids = np.fromfile(dest / "train.bin", dtype=np.uint16)
     ids[len(ids) // 2] = size + 7
     ids.tofile(dest / "train.bin")
+    _as_written_by("0.2.0", dest, "train")
     message = f"{dest / 'train.bin'}: token id {size + 7:,} is outside the dictionary of {size:,} symbols"
     with pytest.raises(ValueError, match=message):
         SegmentIndexedDataset(str(dest / "train"))

@@ -1,4 +1,5 @@
-"""A directory binarized by segatron-preprocess 0.1.0 (tests/data) still works."""
+"""A directory binarized by segatron-preprocess 0.1.0 (tests/data) still works (0.1.0 and 0.2.0 directories, which
+carry no digests, open after one warning: ``test_manifest.py``)."""
 import filecmp
 import shutil
 from pathlib import Path
@@ -13,8 +14,9 @@ FILES = [f"{split}{suffix}.{ext}" for split in ("train", "valid") for suffix in 
                                                                                  ".token") for ext in ("bin", "idx")]
 
 
-def test_old_directory_reads_and_trains(tmp_path):
+def test_old_directory_reads_and_trains(tmp_path, monkeypatch):
     from segatron_fairseq.data import SegmentIndexedDataset
+    from segatron_preprocess import manifest
 
     corpus = SegmentIndexedDataset(str(OLD / "train"))
     assert len(corpus) == 224 and int(corpus.sizes.sum()) == 3068
@@ -23,11 +25,13 @@ def test_old_directory_reads_and_trains(tmp_path):
     assert paragraph.tolist() == [1] * 40 and sentence.tolist() == [0] * 11 + [1] * 13 + [2] * 8 + [3] * 8
     assert token.tolist() == list(range(11)) + list(range(13)) + list(range(8)) + list(range(8))
     assert len(corpus.document_starts()) == 12 + 1  # the leading blank line, then one per title
+    monkeypatch.setattr(manifest, "_warned", set())  # as in a new process
     out = fairseq_train(OLD, task="segatron_lm", arch="segatron_xl_tiny", criterion="segatron_lm_loss",
                         save_dir=tmp_path / "ckpt", extra=["--batch-size", "2", "--tgt-len", "32", "--max-update", "2",
                                                            "--no-save", "--log-format", "simple", "--log-interval", "1",
                                                            "--tensorboard-logdir", tmp_path / "tb"])
     assert "done training" in out
+    assert out.count("was written by segatron-preprocess 0.1.0, without digests") == 1  # train, then valid: once
     # tensorboardX is installed: fairseq writes event files and no longer asks for it
     assert "Please install tensorboardX" not in out
     assert list((tmp_path / "tb").rglob("events.out.tfevents.*"))

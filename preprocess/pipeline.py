@@ -29,7 +29,7 @@ from .corpus_format import (
     read_metadata,
 )
 from .errors import PreprocessError
-from .inputs import check_text_file, input_files, load_dictionary
+from .inputs import check_regular_file, check_text_file, input_files, load_dictionary
 from .jobs import plan_jobs, pool_context, run_jobs
 from .output import commit, continue_paragraph_index, merge_chunks
 from .staging import check_interrupted, interruptible, locked_destination, remove_abandoned, staging_directory
@@ -94,6 +94,9 @@ def check_run(args) -> Tuple[List[Tuple[str, str]], Optional[object]]:
     for split, path in splits:
         check_text_file(path, split, args.input_format)
     srcdict = load_dictionary(args.srcdict) if args.srcdict else None
+    for option, path in (("--bpe-model", args.bpe_model), ("--bpe-vocab", args.bpe_vocab)):
+        if path:
+            check_regular_file(path, option)
     _check_destdir(args.destdir)
     return splits, srcdict
 

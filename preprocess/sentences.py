@@ -205,6 +205,8 @@ def params_from_json(data: Dict):
 
 
 def _load_legacy_json(path: str):
+    if os.path.exists(path) and not os.path.isfile(path):  # a FIFO would wait for a writer
+        raise PreprocessError(f"{path}: not a Punkt model (a punkt_tab directory or a punkt.json file)")
     try:
         with open(path, encoding="utf-8") as f:
             return params_from_json(json.load(f))

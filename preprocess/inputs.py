@@ -87,7 +87,11 @@ def check_utf8(path: str, input_format: Optional[str] = None) -> None:
     (lines counted as ``input_format`` reads them, ``readers.line_number``)."""
     decoder = codecs.getincrementaldecoder("utf-8")()
     offset = 0
-    with open(path, "rb") as f:
+    try:
+        f = open(path, "rb")
+    except OSError as err:
+        raise PreprocessError(f"{path}: cannot read it ({err.strerror})") from None
+    with f:
         while True:
             block = f.read(_BLOCK)
             try:

@@ -16,7 +16,7 @@ from cli_errors import assert_user_error, listing
 from conftest import run_cli, run_cli_refused
 from fairseq.data import Dictionary, indexed_dataset
 
-from segatron_preprocess import sentences
+from segatron_preprocess import binarize, inputs, sentences
 
 PROG = "segatron-preprocess"
 DEEP = '{"text": "A b .", "meta": ' + "[" * 100_000 + "]" * 100_000 + "}"
@@ -112,6 +112,28 @@ def test_a_full_disk_leaves_an_existing_destination_as_it_was(paths, monkeypatch
     refusal = run_cli_refused(PROG, "--validpref", paths["notes"], "--destdir", paths["out"])
     assert_user_error(refusal.stderr, PROG, f"{paths['out']}: cannot write the valid split (No space left")
     assert listing(paths["out"]) == before, "the destination's files changed"
+
+
+def test_an_input_this_user_cannot_read_is_named(paths, monkeypatch):
+    """(Tests run as root, who reads every file: the check's ``open`` is refused instead.)"""
+    def refused(path, *args, **kwargs):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), path)
+
+    monkeypatch.setattr(inputs, "open", refused, raising=False)
+    refusal = run_cli_refused(PROG, "--trainpref", paths["notes"], "--destdir", paths["out"])
+    assert_user_error(refusal.stderr, PROG, f"{paths['notes']}: cannot read it (Permission denied)")
+
+
+def test_an_input_that_goes_away_midway_is_named(paths, monkeypatch):
+    def vanished(path, *args):
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
+
+    before = listing(paths["here"])
+    monkeypatch.setattr(binarize, "binarize_range", vanished)
+    refusal = run_cli_refused(PROG, "--trainpref", paths["notes"], "--destdir", paths["out"])
+    assert_user_error(refusal.stderr, PROG, f"{paths['notes']}: cannot read it (No such file or directory); "
+                                            f"{paths['out']} left as it was")
+    assert listing(paths["here"]) == before, "the folder changed"
 
 
 def test_a_destdir_named_with_a_line_break_is_written(paths):

@@ -83,7 +83,7 @@ def binarize_range(
                               ("token", max(item.token))):
             if largest > limits[name]:
                 raise PreprocessError(
-                    f"{path}: line {readers.line_number(path, item.unit.offset)}: a {name} index exceeds "
+                    f"{path}: line {readers.line_number(path, item.unit.offset, input_format)}: a {name} index exceeds "
                     f"{limits[name]} (the {name} dataset stores {np.dtype(dtypes[name]).name}); split the "
                     f"document or paragraph")
         builders.add(item.ids, item.paragraph, item.sentence, item.token)

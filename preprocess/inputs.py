@@ -2,12 +2,12 @@
 is a non-empty regular file of valid UTF-8 whose first text line fits the
 declared ``--input-format``."""
 import codecs
-import json
 import os
+import stat
 from typing import List, Optional, Tuple
 
 from .errors import PreprocessError
-from .readers import line_number
+from .readers import document_text, iter_lines, line_number
 
 _BLOCK = 16 << 20
 
@@ -25,12 +25,33 @@ def input_files(trainpref: Optional[str], validpref: Optional[str], testpref: Op
     return splits
 
 
+# what a path that is not a regular file is, by its st_mode
+_KINDS = ((stat.S_ISFIFO, "a FIFO or pipe"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISSOCK, "a socket"))
+
+
+def check_regular_file(path: str, what: str) -> None:
+    """``path`` is a regular file; ``what`` says what it is for. Nothing is
+    opened: a FIFO, such as a process substitution ``<(...)``, is refused
+    without waiting for its writer, as the binarizer reads its files more than
+    once (and its input by byte offsets)."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise PreprocessError(f"{path}: {what} does not exist") from None
+    except OSError as err:
+        raise PreprocessError(f"{path}: {what} cannot be used ({err.strerror})") from None
+    if stat.S_ISDIR(mode):
+        raise PreprocessError(f"{path}: {what} is a directory, not a file")
+    if not stat.S_ISREG(mode):
+        kind = next((name for test, name in _KINDS if test(mode)), "of another kind")
+        raise PreprocessError(f"{path}: {what} is {kind}, not a regular file; it is read more than once: save the "
+                              f"stream to a file and give that")
+
+
 def check_file(path: str, what: str) -> None:
     """``path`` is a regular, non-empty file; ``what`` says what it is for."""
-    if os.path.isdir(path):
-        raise PreprocessError(f"{path}: {what} is a directory, not a file")
-    if not os.path.isfile(path):
-        raise PreprocessError(f"{path}: {what} does not exist")
+    check_regular_file(path, what)
     if os.path.getsize(path) == 0:
         raise PreprocessError(f"{path}: {what} is empty")
 
@@ -39,13 +60,10 @@ def load_dictionary(path: str):
     """A fairseq ``Dictionary`` from ``path``, or an error that names it."""
     from fairseq.data import Dictionary
 
-    if os.path.isdir(path):
-        raise PreprocessError(f"{path}: the dictionary is a directory, not a file")
+    check_regular_file(path, "the dictionary")
     try:
         check_utf8(path)
         return Dictionary.load(path)
-    except FileNotFoundError:
-        raise PreprocessError(f"{path}: dictionary file not found") from None
     except OSError as err:
         raise PreprocessError(f"{path}: cannot read the dictionary ({err.strerror})") from None
     except PreprocessError:
@@ -64,50 +82,51 @@ def read_utf8(path: str) -> str:
         raise ValueError(f"{path}: not valid UTF-8 ({err.reason} at byte {err.start})") from None
 
 
-def check_utf8(path: str) -> None:
-    """The whole file decodes as UTF-8; the error names the first bad line."""
+def check_utf8(path: str, input_format: Optional[str] = None) -> None:
+    """The whole file decodes as UTF-8; the error names the first bad line
+    (lines counted as ``input_format`` reads them, ``readers.line_number``)."""
     decoder = codecs.getincrementaldecoder("utf-8")()
     offset = 0
-    with open(path, "rb") as f:
+    try:
+        f = open(path, "rb")
+    except OSError as err:
+        raise PreprocessError(f"{path}: cannot read it ({err.strerror})") from None
+    with f:
         while True:
             block = f.read(_BLOCK)
             try:
                 decoder.decode(block, final=not block)
             except UnicodeDecodeError as err:
-                line = line_number(path, offset + max(err.start, 0))
+                line = line_number(path, offset + max(err.start, 0), input_format)
                 raise PreprocessError(f"{path}: line {line} is not valid UTF-8 ({err.reason})") from None
             if not block:
                 return
             offset += len(block)
 
 
-def _first_text_line(path: str) -> Tuple[int, str]:
-    with open(path, encoding="utf-8") as f:
-        for number, line in enumerate(f, start=1):
-            if line.strip():
-                return number, line.strip()
+def _first_text_line(path: str, input_format: str) -> Tuple[int, str]:
+    lines = iter_lines(path, input_format, 0, os.path.getsize(path))
+    for number, (_, line) in enumerate(lines, start=1):
+        if line.strip():
+            return number, line.strip()
     return 0, ""
-
-
-def _is_jsonl_document(line: str) -> bool:
-    try:
-        document = json.loads(line)
-    except ValueError:
-        return False
-    return isinstance(document, dict) and isinstance(document.get("text"), str)
 
 
 def check_text_file(path: str, split: str, input_format: str) -> None:
     """A non-empty UTF-8 file whose first text line is of ``input_format``."""
     check_file(path, f"input file for split '{split}'")
-    check_utf8(path)
-    number, line = _first_text_line(path)
+    check_utf8(path, input_format)
+    number, line = _first_text_line(path, input_format)
     if not line:
         raise PreprocessError(f"{path}: input file for split '{split}' holds only blank lines")
-    looks_jsonl = _is_jsonl_document(line)
-    if input_format == "jsonl" and not looks_jsonl:
-        raise PreprocessError(f"{path}: line {number} is not a JSON object with a string 'text' field; is this "
-                              f"plain text (--input-format lines or wikitext)?")
+    try:
+        document_text(line)
+        looks_jsonl = True
+    except ValueError as problem:
+        if input_format == "jsonl":
+            raise PreprocessError(f"{path}: line {number} {problem}; is this plain text (--input-format lines or "
+                                  f"wikitext)?") from None
+        looks_jsonl = False
     if input_format != "jsonl" and looks_jsonl:
         raise PreprocessError(f"{path}: line {number} is a JSON document with a 'text' field, but --input-format "
                               f"is {input_format}; use --input-format jsonl")

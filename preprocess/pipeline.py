@@ -8,7 +8,10 @@
 4. commit (``output.commit``): only now does the destination change.
 
 A SIGTERM or SIGINT stops the run at its next step (``staging.check_interrupted``).
+An ``OSError`` while the run writes (a full disk, a quota) ends it the same
+way, with one line (``_writing``).
 """
+import contextlib
 import logging
 import os
 from typing import Dict, List, Optional, Tuple
@@ -26,7 +29,7 @@ from .corpus_format import (
     read_metadata,
 )
 from .errors import PreprocessError
-from .inputs import check_text_file, input_files, load_dictionary
+from .inputs import check_regular_file, check_text_file, input_files, load_dictionary
 from .jobs import plan_jobs, pool_context, run_jobs
 from .output import commit, continue_paragraph_index, merge_chunks
 from .staging import check_interrupted, interruptible, locked_destination, remove_abandoned, staging_directory
@@ -91,6 +94,9 @@ def check_run(args) -> Tuple[List[Tuple[str, str]], Optional[object]]:
     for split, path in splits:
         check_text_file(path, split, args.input_format)
     srcdict = load_dictionary(args.srcdict) if args.srcdict else None
+    for option, path in (("--bpe-model", args.bpe_model), ("--bpe-vocab", args.bpe_vocab)):
+        if path:
+            check_regular_file(path, option)
     _check_destdir(args.destdir)
     _recorded_metadata(args.destdir)
     return splits, srcdict
@@ -118,12 +124,30 @@ def _check_destdir(destdir: str) -> None:
         raise PreprocessError(f"{destdir}: --destdir is a file, not a directory")
 
 
+@contextlib.contextmanager
+def _writing(destdir: str, what: str):
+    """The run writing ``what`` in ``destdir`` (into its staging directory): an
+    ``OSError`` (a full disk, a quota, an I/O error) becomes one line naming
+    the file it names outside ``destdir`` (an input that could not be read),
+    else ``destdir``. The staging directory goes with the run, so ``destdir``
+    stays as it was."""
+    try:
+        yield
+    except OSError as err:
+        staged = os.path.join(os.path.abspath(destdir), "")
+        if err.filename and not os.path.abspath(err.filename).startswith(staged):
+            failure = f"{err.filename}: cannot read it"
+        else:
+            failure = f"{destdir}: cannot write {what}"
+        raise PreprocessError(f"{failure} ({err.strerror or err}); {destdir} left as it was") from None
+
+
 def run(args) -> None:
     """The whole run for parsed ``segatron-preprocess`` arguments."""
     if args.workers > 1:
         pool_context()  # its forkserver imports the workers' modules while this process goes on
     splits, srcdict = check_run(args)
-    with interruptible(), locked_destination(args.destdir):
+    with _writing(args.destdir, "the run's files"), interruptible(), locked_destination(args.destdir):
         metadata = _recorded_metadata(args.destdir)
         _check_recorded_settings(args.destdir, metadata, args)
         remove_abandoned(args.destdir)
@@ -160,23 +184,26 @@ def _binarize_and_commit(args, splits, srcdict, metadata: Dict, stage: str) -> N
                 return None
             return build_dictionary(train_path, args.input_format, counting, args.chunk_bytes, args.workers,
                                     args.thresholdsrc, args.nwordssrc, args.stream_style)
-        return resolve_dictionary(resources, srcdict, build)
+        with _writing(args.destdir, DICT_FILE):
+            return resolve_dictionary(resources, srcdict, build)
 
     split_headings = args.stream_style == "authors"
     if args.bpe == "none":
         # whitespace tokens do not depend on sentences: settle the dictionary
         # (and refuse a conflicting one) before training anything
         dictionary = dictionary_for(Segmenter(None, subwords.Words()))
-    splitter, splitter_identity = resolve_splitter(args.sentence_splitter, resources, train_path,
-                                                   args.input_format, args.punkt_train_chars,
-                                                   metadata.get(SENTENCE_SPLITTER))
+    with _writing(args.destdir, "the sentence splitter"):
+        splitter, splitter_identity = resolve_splitter(args.sentence_splitter, resources, train_path,
+                                                       args.input_format, args.punkt_train_chars,
+                                                       metadata.get(SENTENCE_SPLITTER))
     logger.info(f"sentence splitter: {splitter_identity['name']} ({splitter_identity['source']}, sha256 "
                 f"{splitter_identity['sha256'][:12]})")
-    if args.bpe == WORDPIECE:
-        words = resolve_wordpiece(args.bpe_vocab, args.bpe_cased, resources)
-    else:
-        words = resolve_subwords(args.bpe, args.bpe_model, args.bpe_vocab_size, resources, train_path,
-                                 args.input_format, splitter, args.bpe_train_sentences)
+    with _writing(args.destdir, "the sub-word model"):
+        if args.bpe == WORDPIECE:
+            words = resolve_wordpiece(args.bpe_vocab, args.bpe_cased, resources)
+        else:
+            words = resolve_subwords(args.bpe, args.bpe_model, args.bpe_vocab_size, resources, train_path,
+                                     args.input_format, splitter, args.bpe_train_sentences)
     segmenter = Segmenter(splitter, words, split_headings)
     if args.bpe != "none":
         dictionary = dictionary_for(segmenter)
@@ -186,7 +213,8 @@ def _binarize_and_commit(args, splits, srcdict, metadata: Dict, stage: str) -> N
     summaries = {}
     for split, path in splits:
         check_interrupted()
-        stats = binarize_split(split, path, args, worker, stage)
+        with _writing(args.destdir, f"the {split} split"):
+            stats = binarize_split(split, path, args, worker, stage)
         _log_summary(split, path, stats)
         summaries[split] = {"input": os.path.abspath(path), **stats.__dict__}
     settings = {INPUT_FORMAT: args.input_format, SENTENCE_SPLITTER: splitter_identity, BPE: args.bpe,

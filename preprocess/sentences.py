@@ -22,8 +22,11 @@ lower-case word or with , . ; : ? !
 ``splitter_identity`` names a splitter by a hash of its parameters and these
 rules, so a directory records exactly which splitter made its indexes.
 
-NLTK reads and writes model files only under the roots of ``nltk.data.path``;
-``_nltk_may_use`` adds a directory to them for the duration of one call.
+Punkt runs without NLTK's wall-clock limit on its regular expressions
+(``_without_time_limit``), so a paragraph of any length splits the same way on
+every run, however loaded the machine. A ``punkt_tab`` directory is written and
+read here with NLTK's own encoder and decoder of its files, not through NLTK's
+data paths, which refuse some names a destination may have (a line break).
 
 This module imports the standard library and, when called, NLTK:
 ``segatron-export`` ships it with the tokenizers that compute segment indexes.
@@ -34,6 +37,7 @@ import hashlib
 import json
 import os
 import string
+import threading
 from typing import Dict, Iterable, List, Optional
 
 from .atomic import atomic_path
@@ -49,6 +53,35 @@ SEED_ABBREVIATIONS = frozenset(
     "co corp inc ltd bros no nos vs v vol pp fig ed eds approx dept est ft mt ave rd blvd "
     "jan feb mar apr jun jul aug sep sept oct nov dec a.m p.m e.g i.e u.s u.k d.c a.v".split()
 ) | frozenset(string.ascii_lowercase)  # initials
+
+
+# NLTK's punkt_tab format: a file per kind of parameter
+COLLOCATIONS, SENT_STARTERS, ABBREV_TYPES, ORTHO_CONTEXT = (
+    "collocations.tab", "sent_starters.txt", "abbrev_types.txt", "ortho_context.tab")
+_TIME_LIMIT = threading.Lock()  # held while NLTK's time limit is lifted
+
+
+@contextlib.contextmanager
+def _without_time_limit():
+    """NLTK's regular expressions without its wall-clock limit
+    (``nltk.redos.DEFAULT_TIMEOUT``, 5 s a call, in the NLTK releases that have
+    one). Punkt's patterns are NLTK's own, and its time grows linearly with the
+    text; under the limit, whether a long paragraph splits would depend on the
+    machine's load. The limit is NLTK's one setting for the whole process:
+    it is lifted for one block at a time (other threads' NLTK calls meanwhile
+    run without it too) and put back after."""
+    try:
+        from nltk import redos
+    except ImportError:  # an NLTK without the limit
+        yield
+        return
+    with _TIME_LIMIT:
+        limit = redos.DEFAULT_TIMEOUT
+        redos.DEFAULT_TIMEOUT = None
+        try:
+            yield
+        finally:
+            redos.DEFAULT_TIMEOUT = limit
 
 
 def pretrained_available() -> bool:
@@ -76,42 +109,36 @@ def train(texts: Iterable[str], max_chars: int):
         buffer.append(text)
         size += len(text) + 1
         if size >= 1 << 20:
-            trainer.train("\n".join(buffer), finalize=False)
+            with _without_time_limit():
+                trainer.train("\n".join(buffer), finalize=False)
             total += size
             buffer, size = [], 0
         if total + size >= max_chars:
             break
-    if buffer:
-        trainer.train("\n".join(buffer), finalize=False)
-    trainer.finalize_training()
+    with _without_time_limit():
+        if buffer:
+            trainer.train("\n".join(buffer), finalize=False)
+        trainer.finalize_training()
     params = trainer.get_params()
     params.abbrev_types |= SEED_ABBREVIATIONS
     return params
 
 
-@contextlib.contextmanager
-def _nltk_may_use(directory: str):
-    import nltk
-
-    root = os.path.abspath(directory)
-    nltk.data.path.append(root)
-    try:
-        yield
-    finally:
-        nltk.data.path.remove(root)
-
-
 def save(params, directory: str) -> None:
-    """Write ``params`` to ``directory`` in the punkt_tab format, atomically."""
-    from nltk.tokenize.punkt import save_punkt_params
+    """Write ``params`` to ``directory`` in the punkt_tab format, atomically
+    (each file's lines sorted, so the same parameters make the same files)."""
+    from nltk.tabdata import TabEncoder
 
-    parent = os.path.dirname(os.path.abspath(directory))
-    with atomic_path(directory) as tmp, _nltk_may_use(parent):
-        os.makedirs(tmp, mode=0o700)
-        save_punkt_params(params, dir=tmp)
-        os.chmod(tmp, 0o755)
-        for name in os.listdir(tmp):
-            os.chmod(os.path.join(tmp, name), 0o644)
+    encoder = TabEncoder()
+    texts = {COLLOCATIONS: encoder.tups2tab(sorted(params.collocations)),
+             SENT_STARTERS: encoder.set2txt(sorted(params.sent_starters)),
+             ABBREV_TYPES: encoder.set2txt(sorted(params.abbrev_types)),
+             ORTHO_CONTEXT: encoder.ivdict2tab(dict(sorted(params.ortho_context.items())))}
+    with atomic_path(directory) as tmp:
+        os.makedirs(tmp)
+        for name, text in texts.items():
+            with open(os.path.join(tmp, name), "w", encoding="utf-8", newline="") as f:
+                f.write(text)
 
 
 def saved_in(directory: str) -> Optional[str]:
@@ -136,14 +163,23 @@ def load(path: str):
 
 
 def _load_punkt_tab(directory: str):
-    from nltk.data import FileSystemPathPointer
-    from nltk.tokenize.punkt import load_punkt_params
+    from nltk.tabdata import PunktDecoder
+    from nltk.tokenize.punkt import PunktParameters
 
+    def lines(name):
+        with open(os.path.join(directory, name), encoding="utf-8") as f:
+            return list(f)
+
+    decoder = PunktDecoder()
+    params = PunktParameters()
     try:
-        with _nltk_may_use(directory):
-            return load_punkt_params(FileSystemPathPointer(os.path.abspath(directory)))
-    except (LookupError, OSError, ValueError) as err:
+        params.collocations = set(decoder.tab2tups(lines(COLLOCATIONS)))
+        params.sent_starters = decoder.txt2set(lines(SENT_STARTERS))
+        params.abbrev_types = decoder.txt2set(lines(ABBREV_TYPES))
+        params.ortho_context = decoder.tab2intdict(lines(ORTHO_CONTEXT))
+    except (OSError, ValueError) as err:
         raise PreprocessError(f"{directory}: not a punkt_tab model directory ({err})") from None
+    return params
 
 
 def params_to_json(params) -> Dict:
@@ -169,6 +205,8 @@ def params_from_json(data: Dict):
 
 
 def _load_legacy_json(path: str):
+    if os.path.exists(path) and not os.path.isfile(path):  # a FIFO would wait for a writer
+        raise PreprocessError(f"{path}: not a Punkt model (a punkt_tab directory or a punkt.json file)")
     try:
         with open(path, encoding="utf-8") as f:
             return params_from_json(json.load(f))
@@ -190,7 +228,8 @@ def sentence_of_tokens(splitter, text: str, token_starts: List[int]) -> List[int
     """Sentence number (0-based) of each token of ``text`` by Punkt alone,
     given the character offset where each token starts. Tokens never straddle
     sentences: a token belongs to the sentence in which it starts."""
-    boundaries = [start for start, _ in splitter.span_tokenize(text)][1:]
+    with _without_time_limit():
+        boundaries = [start for start, _ in splitter.span_tokenize(text)][1:]
     if not boundaries:
         return [0] * len(token_starts)
     return [bisect.bisect_right(boundaries, start) for start in token_starts]

@@ -13,18 +13,26 @@ This module imports the standard library only: ``segatron-export`` ships it
 with the tokenizers that compute the segment indexes of raw text.
 """
 import re
-from typing import Iterable, Iterator, NamedTuple, Tuple
+from typing import Iterable, Iterator, List, NamedTuple, Tuple
 
 DOC_BREAK, TITLE, HEADING, PARAGRAPH, BLANK = "doc_break", "title", "heading", "paragraph", "blank"
 
 # fairseq.tokenizer.tokenize_line normalises every whitespace run to one space.
 _WHITESPACE = re.compile(r"\s+")
+# a line as fairseq-preprocess reads one (Python's universal newlines): it ends at \n, \r\n or a lone \r; the
+# other line breaks of str.splitlines (\x0b, \x0c, \x1c-\x1e, \x85, \u2028, \u2029) are white space inside it
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
 
 
 class Unit(NamedTuple):
     kind: str
     text: str  # whitespace-normalised, stripped
     offset: int  # of the unit's line: bytes in a file, characters in a text
+
+
+def split_lines(text: str) -> List[str]:
+    """The lines of ``text`` with their line ends, as fairseq-preprocess reads a file."""
+    return _LINE.findall(text)
 
 
 def normalize(line: str) -> str:
@@ -67,7 +75,7 @@ def read_text_units(text: str, input_format: str) -> Iterator[Unit]:
     """The units of ``text`` read as a whole file of ``input_format``
     (``wikitext`` or ``lines``; offsets are character offsets)."""
     lines, offset = [], 0
-    for line in text.splitlines(keepends=True):
+    for line in split_lines(text):
         lines.append((offset, line))
         offset += len(line)
     if input_format == "wikitext":

@@ -2,8 +2,10 @@
 import os
 from pathlib import Path
 
+import nltk
 import pytest
 from conftest import ROOT
+from nltk.tokenize.punkt import load_punkt_params
 
 from segatron_preprocess import readers, sentences, units
 
@@ -91,3 +93,31 @@ def test_precision_and_recall_on_the_gold_set():
     recall = true_positive / (true_positive + false_negative)
     print(f"gold set: {true_positive + false_negative} boundaries, precision {precision:.4f}, recall {recall:.4f}")
     assert precision >= 0.99 and recall >= 0.98
+
+
+def test_the_split_does_not_depend_on_the_machines_speed(small_splitter, monkeypatch):
+    """NLTK's wall-clock limit on its regular expressions (``nltk.redos``, in the releases that have one) does not
+    apply to Punkt: under a limit that no machine meets, a paragraph splits and Punkt trains as without one."""
+    redos = pytest.importorskip("nltk.redos")
+    text = 'He said " it is late . " Then he left . Mr. Smith saw it at St. Mary \'s Bay . It hides .'
+    expected = split(small_splitter, text)
+    trained = sentences.params_to_json(sentences.train([TRAIN_TEXT], 1 << 20))
+    monkeypatch.setattr(redos, "DEFAULT_TIMEOUT", 1e-9)
+    assert split(small_splitter, text) == expected
+    assert sentences.params_to_json(sentences.train([TRAIN_TEXT], 1 << 20)) == trained
+    assert redos.DEFAULT_TIMEOUT == 1e-9  # NLTK's own setting is put back
+
+
+def test_punkt_tab_under_any_directory_name_in_nltks_format(small_splitter, tmp_path, monkeypatch):
+    """Written and read without NLTK's data paths, which refuse a name with a line break; NLTK's own loader reads
+    what is written."""
+    odd = tmp_path / "a\nb" / "punkt_tab"
+    odd.parent.mkdir()
+    sentences.save(small_splitter._params, str(odd))
+    identity = sentences.splitter_identity(small_splitter)
+    assert sentences.splitter_identity(sentences.load(str(odd))) == identity
+    plain = tmp_path / "punkt_tab"
+    sentences.save(small_splitter._params, str(plain))
+    monkeypatch.setattr(nltk.data, "path", [*nltk.data.path, str(tmp_path)])
+    nltks = sentences.load_params(load_punkt_params(nltk.data.FileSystemPathPointer(str(plain))))
+    assert sentences.splitter_identity(nltks) == identity

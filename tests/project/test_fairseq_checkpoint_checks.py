@@ -220,6 +220,18 @@ def test_the_newest_intact_checkpoint_is_found_past_damaged_ones(tmp_path):
     assert newest_intact_checkpoint(str(tmp_path), str(tmp_path / "checkpoint_last.pt")) is None
 
 
+def test_checking_the_save_directory_leaves_its_files_alone(tmp_path):
+    """fairseq-train checks that --save-dir is writable before anything else: a file of the user's named
+    ``dummy`` (the name it wrote and removed) is left as it was."""
+    from fairseq.checkpoint_utils import verify_checkpoint_directory
+
+    (tmp_path / "dummy").write_text("my notes\n")
+    verify_checkpoint_directory(str(tmp_path))
+    assert os.listdir(tmp_path) == ["dummy"] and (tmp_path / "dummy").read_text() == "my notes\n"
+    verify_checkpoint_directory(str(tmp_path / "new" / "save"))
+    assert os.listdir(tmp_path / "new" / "save") == []
+
+
 # fairseq's save_checkpoint with a trainer that writes a checkpoint; once that is written, the process may write no
 # file longer than half of it, and the signal of a write past that (SIGXFSZ, which Python ignores) kills it: the copy
 # onto checkpoint_last.pt is killed in the middle

@@ -2,7 +2,8 @@
 is not a regular file is refused before it is opened (a FIFO would block), a ``model`` entry that is not tensors,
 a configuration that builds a model far larger than the file's tensors (built on the meta device: nothing
 allocated), parameters missing or extra, an option below its field's minimum; checkpoints are copied atomically
-(a kill mid-copy leaves the old file whole), and a damaged one has the newest intact checkpoint beside it named."""
+(a kill mid-copy leaves the old file whole), a damaged one has the newest intact checkpoint beside it named, and
+the save directory is checked without touching its files."""
 import dataclasses
 import os
 import shutil

@@ -4,8 +4,8 @@ reads names it (``CRITERION``), and any other is refused when it is built; a
 task whose samples only some registered models read names them (``MODELS``),
 and another model is refused before it is built (from a checkpoint: one line
 from fairseq's tools, as for a checkpoint of another dictionary). The task's
-and the model's options are checked against the bounds their dataclass
-fields declare (``min`` / ``max`` metadata: ``OptionValueError``, one line
+and the model's options are checked against the minimums their dataclass
+fields declare (``min`` metadata: ``OptionValueError``, one line
 from fairseq's tools).
 ``load_corpus_dictionary`` is how every task reads a corpus's dictionary."""
 import os

@@ -6,7 +6,9 @@ nowhere else.
 before it builds the model:
 
 - that the file exists (``OSError``) and is a whole fairseq
-  checkpoint (``ValueError``: empty, truncated, not fairseq's);
+  checkpoint (``ValueError``: not a regular file, empty, truncated, not
+  fairseq's, a configuration that builds a model far larger than its tensors,
+  parameters missing or extra);
 - that it holds the registered model the caller serves (``segatron_xl``,
   ``segabert``, ``cross_thought``), not another one;
 - that the corpus given for raw text (a segatron-preprocess directory: its
@@ -82,11 +84,9 @@ def checkpoint_task_name(state: dict) -> str:
 
 
 def check_checkpoint_file(path: str) -> None:
-    """``path`` is a file (``FileNotFoundError``, ``IsADirectoryError``)."""
-    if os.path.isdir(path):
-        raise IsADirectoryError(f"{path}: a directory, not a checkpoint file")
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"{path}: checkpoint not found")
+    """``path`` is a regular file, checked without opening it
+    (``FileNotFoundError``; ``ValueError``: a directory, a FIFO, ...)."""
+    checkpoint_utils.check_checkpoint_path(path)
 
 
 def read_checkpoint(path: str) -> Dict:

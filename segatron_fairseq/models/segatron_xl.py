@@ -55,7 +55,8 @@ class SegatronXLConfig(FairseqDataclass):
     attention_dropout: float = field(default=_BASE["attention_dropout"],
                                      metadata={"help": "dropout on attention probabilities"})
     pre_norm: bool = field(default=False, metadata={"help": "LayerNorm before each sub-layer"})
-    mem_len: int = field(default=_BASE["mem_len"], metadata={"help": "segments of memory kept, in tokens"})
+    mem_len: int = field(default=_BASE["mem_len"], metadata={"help": "segments of memory kept, in tokens",
+                                                             "min": 0})
     clamp_len: int = field(default=_BASE["clamp_len"],
                            metadata={"help": "clamp token distances to this (-1: no clamp)"})
     per_layer_position_biases: bool = field(

@@ -26,6 +26,7 @@ from fairseq.data import (
     NumSamplesDataset,
     RightPadDataset,
 )
+from fairseq.dataclass.utils import OptionValueError
 from fairseq.tasks import register_task
 
 from segatron_fairseq.data import (
@@ -51,7 +52,8 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class SegaBERTMLMConfig(MaskingConfig):
-    tokens_per_sample: int = field(default=512, metadata={"help": "example length with [CLS] and [SEP]"})
+    tokens_per_sample: int = field(default=512, metadata={"help": "example length with [CLS] and [SEP]",
+                                                          "min": 3})
     examples_per_epoch: int = field(default=0, metadata={"help": "0: about one pass over the tokens"})
     mask_whole_words: bool = field(default=False, metadata={"help": "mask whole words (sentencepiece ▁)"})
     max_paragraph_index: int = field(default=TABLE_SIZES["paragraph"],
@@ -92,6 +94,10 @@ class SegaBERTMLMTask(SingleDictionaryTask):
 
     def build_model(self, cfg, from_checkpoint=False):
         model = super().build_model(cfg, from_checkpoint)
+        longest = model.max_positions()
+        if longest is not None and longest < self.cfg.tokens_per_sample:
+            raise OptionValueError(f"--max-positions {longest}: less than --tokens-per-sample "
+                                   f"{self.cfg.tokens_per_sample}; the model must read a whole example")
         tables = getattr(getattr(model, "encoder", None), "segment_embeddings", {})
         for name, limit in self.index_limits.items():
             table = tables[name] if name in tables else None

@@ -39,6 +39,7 @@ from fairseq.data import (
     iterators,
 )
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
+from fairseq.dataclass.utils import OptionValueError
 from fairseq.distributed import utils as distributed_utils
 from fairseq.tasks import register_task
 from omegaconf import II
@@ -59,7 +60,8 @@ logger = logging.getLogger(__name__)
 @dataclass
 class SegatronLMConfig(FairseqDataclass):
     data: str = field(default="???", metadata={"help": "segatron-preprocess output directory"})
-    tgt_len: int = field(default=150, metadata={"help": "tokens per row per step (truncated BPTT length)"})
+    tgt_len: int = field(default=150, metadata={"help": "tokens per row per step (truncated BPTT length)",
+                                                "min": 1})
     sample_break_mode: ChoiceEnum(["none", "eos"]) = field(default="none", metadata={
         "help": "none: the split is one stream, read in rows of --tgt-len (training, fairseq-eval-lm); eos: each "
                 "item (line) is a prompt for fairseq-generate"})
@@ -80,6 +82,16 @@ class SegatronLMTask(SingleDictionaryTask):
         dictionary = load_corpus_dictionary(cfg.data, f"the data of --task {task_name}")
         logger.info(f"dictionary: {len(dictionary)} types")
         return cls(cfg, dictionary)
+
+    def build_model(self, cfg, from_checkpoint=False):
+        """The model, which must read a whole segment: --tgt-len within its
+        ``max_positions`` (None, XLNet's, reads any: its task has no --tgt-len)."""
+        model = super().build_model(cfg, from_checkpoint)
+        longest = model.max_positions()
+        if longest is not None and self.cfg.tgt_len > longest:
+            raise OptionValueError(f"--tgt-len {self.cfg.tgt_len}: more than the model reads in one segment, "
+                                   f"{longest} (--max-target-positions)")
+        return model
 
     def _rows(self, split: str) -> int:
         if split == self.cfg.train_subset:

@@ -3,7 +3,10 @@ source and the target vocabulary; a task whose samples only its own criterion
 reads names it (``CRITERION``), and any other is refused when it is built; a
 task whose samples only some registered models read names them (``MODELS``),
 and another model is refused before it is built (from a checkpoint: one line
-from fairseq's tools, as for a checkpoint of another dictionary).
+from fairseq's tools, as for a checkpoint of another dictionary). The task's
+and the model's options are checked against the minimums their dataclass
+fields declare (``min`` metadata: ``OptionValueError``, one line
+from fairseq's tools).
 ``load_corpus_dictionary`` is how every task reads a corpus's dictionary;
 ``verify_data_field`` the option of the tasks that read binarized splits."""
 import os
@@ -12,6 +15,7 @@ from typing import Optional, Tuple
 
 from fairseq.checkpoint_utils import CheckpointFileError
 from fairseq.data import Dictionary
+from fairseq.dataclass.utils import check_field_bounds
 from fairseq.models import ARCH_MODEL_REGISTRY, MODEL_REGISTRY
 from fairseq.tasks import FairseqTask
 
@@ -49,6 +53,7 @@ class SingleDictionaryTask(FairseqTask):
     MODELS: Tuple[str, ...] = ()  # the registered models this task's samples fit, when not every model does
 
     def __init__(self, cfg, dictionary: Dictionary):
+        check_field_bounds(getattr(type(self), "__dataclass", None), cfg)
         super().__init__(cfg)
         self.dictionary = dictionary
 
@@ -78,6 +83,7 @@ class SingleDictionaryTask(FairseqTask):
                 raise CheckpointFileError(f"the checkpoint holds a {arch} model ({model_class.__name__}), but {reads}; "
                                           f"pass the --task it was trained with")
             raise ValueError(f"--arch {arch}: {reads}, not {model_class.__name__}")
+        check_field_bounds(getattr(model_class, "__dataclass", None), cfg)
         return super().build_model(cfg, from_checkpoint)
 
     def max_positions(self):

@@ -17,6 +17,7 @@ from typing import Optional
 
 import torch
 from fairseq.dataclass import FairseqDataclass
+from fairseq.dataclass.utils import OptionValueError
 from fairseq.distributed import utils as distributed_utils
 from fairseq.tasks import register_task
 from omegaconf import II
@@ -32,19 +33,19 @@ logger = logging.getLogger(__name__)
 @dataclass
 class XLNetPLMConfig(FairseqDataclass):
     data: str = field(default="???", metadata={"help": "segatron-preprocess output directory"})
-    tokens_per_sample: int = field(default=512, metadata={"help": "positions per sample (XLNet: 512)"})
+    tokens_per_sample: int = field(default=512, metadata={"help": "positions per sample (XLNet: 512)", "min": 1})
     reuse_len: int = field(default=256, metadata={
         "help": "the sample's first positions, cached as memory for the next sample, which starts there; they "
-                "cannot see the rest (XLNet: 256)"})
+                "cannot see the rest (XLNet: 256)", "min": 1})
     partial_prediction_k: int = field(default=6, metadata={
         "help": "K: round(tokens_per_sample / K) targets per sample, the last 1/K of each order (XLNet: 6, "
-                "85 targets of 512)"})
+                "85 targets of 512)", "min": 1})
     perm_size: Optional[int] = field(default=None, metadata={
         "help": "positions permuted together (XLNet's perm_size; default: each part whole)"})
-    max_gram: int = field(default=5, metadata={"help": "longest target span, in tokens (XLNet: 5)"})
+    max_gram: int = field(default=5, metadata={"help": "longest target span, in tokens (XLNet: 5)", "min": 1})
     mask_alpha: int = field(default=6, metadata={"help": "a span of n tokens has n * alpha / beta of context "
                                                          "(XLNet: 6)"})
-    mask_beta: int = field(default=1, metadata={"help": "see --mask-alpha (XLNet: 1)"})
+    mask_beta: int = field(default=1, metadata={"help": "see --mask-alpha (XLNet: 1)", "min": 1})
     verify_data: bool = verify_data_field()
     batch_size: Optional[int] = II("dataset.batch_size")
     batch_size_valid: Optional[int] = II("dataset.batch_size_valid")
@@ -59,15 +60,12 @@ class XLNetPLMTask(SegatronLMTask):
 
     def __init__(self, cfg: XLNetPLMConfig, dictionary):
         super().__init__(cfg, dictionary)
-        for name in ("tokens_per_sample", "reuse_len", "partial_prediction_k", "max_gram", "mask_beta"):
-            if getattr(cfg, name) < 1:
-                raise ValueError(f"--{name.replace('_', '-')} {getattr(cfg, name)}: must be at least 1")
         if cfg.reuse_len > cfg.tokens_per_sample:
-            raise ValueError(f"--reuse-len {cfg.reuse_len}: must not exceed --tokens-per-sample "
+            raise OptionValueError(f"--reuse-len {cfg.reuse_len}: must not exceed --tokens-per-sample "
                              f"{cfg.tokens_per_sample}")
         parts = (cfg.reuse_len, cfg.tokens_per_sample - cfg.reuse_len)
         if cfg.perm_size is not None and (cfg.perm_size < 1 or any(part % cfg.perm_size for part in parts)):
-            raise ValueError(f"--perm-size {cfg.perm_size}: must divide both parts of a sample, the reuse part "
+            raise OptionValueError(f"--perm-size {cfg.perm_size}: must divide both parts of a sample, the reuse part "
                              f"({parts[0]}) and the rest ({parts[1]})")
         self.num_predict = max(1, round(cfg.tokens_per_sample / cfg.partial_prediction_k))
 

@@ -6,6 +6,7 @@ the vocabulary that the fairseq model gives reading the same segments in eval mo
 the perplexity is the same."""
 import json
 import math
+import sys
 from pathlib import Path
 
 import pytest
@@ -194,6 +195,23 @@ def test_shipped_modules_import_only_torch_the_standard_library_and_each_other(t
             "generation_indexer", "sentences", "document_items"} <= shipped
     assert_imports_only(out, {"torch", "numpy", "nltk", "sentencepiece", "tokenizers"},
                         lambda stem: stem.endswith("_segatron_xl") or stem.startswith("tokenization_"))
+
+
+def test_one_forward_reads_at_most_its_stated_number_of_tokens(tmp_path, corpus):
+    """The attention of one forward grows with the square of its length: a row longer than MAX_SEGMENT_TOKENS
+    (4,096, the bound the module doc states) is refused before anything is computed, and says how to read a long
+    text; a row of exactly that length is read."""
+    from transformers import AutoModelForCausalLM
+
+    _, out = _exported(tmp_path, corpus, "transformer_xl")
+    model = AutoModelForCausalLM.from_pretrained(out, trust_remote_code=True).eval()
+    assert sys.modules[type(model).__module__].MAX_SEGMENT_TOKENS == 4096
+    tokens = torch.full((1, 4097), 5)
+    with pytest.raises(ValueError, match="input_ids holds 4,097 tokens per row: SegatronXLForCausalLM reads at most "
+                                         "4,096 in one forward .* passing each forward's past_key_values"):
+        model(tokens)
+    with torch.no_grad():
+        assert model(tokens[:, :4096]).logits.shape[:2] == (1, 4096)
 
 
 def test_export_refuses_a_corpus_whose_dictionary_is_not_the_checkpoints(tmp_path, corpus):

@@ -1,4 +1,4 @@
-"""fairseq's own tools (through the patch's ``exit_on_checkpoint_error``, around ``call_main``) end with one line
+"""fairseq's own tools (through the patch's ``exit_on_input_error``, around ``call_main``) end with one line
 for a missing file and for a checkpoint whose dictionary is not the one of --data."""
 from conftest import PLUGIN_DIR, fairseq_train, run_cli, run_cli_refused
 from corpus import make_documents, write_wikitext

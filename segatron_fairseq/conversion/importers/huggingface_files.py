@@ -46,9 +46,16 @@ def read_config(directory: str, model_type: str, required: Tuple[str, ...] = ())
 
 def read_weights(directory: str) -> Tuple[str, Dict[str, Tensor]]:
     """The state dict of ``model.safetensors``, or of ``pytorch_model.bin``
-    (``weights_only``) when there is none (its path and tensors)."""
+    (``weights_only``) when there is none (its path and tensors). A
+    safetensors file that is damaged (truncated, a header that is not JSON,
+    too long, or whose shapes do not match its data) is a ``ValueError``
+    naming it."""
     path = find_file(directory, WEIGHT_FILES, "weights")
     if path.endswith(".safetensors"):
+        from safetensors import SafetensorError
         from safetensors.torch import load_file
-        return path, load_file(path)
+        try:
+            return path, load_file(path)
+        except SafetensorError as err:
+            raise ValueError(f"{path}: not a whole safetensors file ({err})") from None
     return path, load_checkpoint_file(path)

@@ -23,6 +23,12 @@ rules for a token that arrives alone (``generation_indexer.py``, loaded with
 the tokenizer's files by ``from_pretrained``). With the authors'
 ``window_end`` distances, which are not causal, every step reads the whole
 window again.
+
+One ``forward`` reads at most ``MAX_SEGMENT_TOKENS`` (4,096) tokens per row,
+so its attention holds at most batch x heads x 4,096 x (4,096 + mem_len)
+scores per layer; longer input is refused (``ValueError``): read a long text
+segment by segment, each after the ``past_key_values`` of the one before (as
+fairseq-eval-lm does).
 """
 import logging
 from typing import List, Optional, Tuple
@@ -63,6 +69,8 @@ from nltk import tokenize  # noqa: F401,E402  isort: skip
 from sentencepiece import SentencePieceProcessor  # noqa: F401,E402  isort: skip
 
 logger = logging.getLogger(__name__)
+
+MAX_SEGMENT_TOKENS = 4096  # the longest input of one forward, per row (the attention grows with its square)
 
 
 def band_ends(config: SegatronXLConfig) -> List[int]:
@@ -245,6 +253,14 @@ def _given_memory(past_key_values: Optional[SegatronXLMemory],
     return past_key_values if past_key_values is not None else cache
 
 
+def _check_segment_length(input_ids: Tensor) -> None:
+    """A forward reads at most MAX_SEGMENT_TOKENS tokens per row."""
+    if input_ids.size(-1) > MAX_SEGMENT_TOKENS:
+        raise ValueError(f"input_ids holds {input_ids.size(-1):,} tokens per row: SegatronXLForCausalLM reads at most "
+                         f"{MAX_SEGMENT_TOKENS:,} in one forward (its attention grows with the square); read a "
+                         "longer text in segments, passing each forward's past_key_values to the next")
+
+
 def _check_unpadded(attention_mask: Optional[Tensor]) -> None:
     """Rows of a batch are read whole, memory first: padding would be read as text."""
     if attention_mask is not None and not bool(attention_mask.bool().all()):
@@ -292,7 +308,9 @@ class SegatronXLModel(SegatronXLPreTrainedModel):
         ``past_key_values`` (newer transformers name it ``cache``): its last
         ``memory_length`` tokens (default ``mem_len``), with
         ``generation_stream`` attached. Rows are never padded: an
-        ``attention_mask`` that hides a position is refused."""
+        ``attention_mask`` that hides a position is refused, and so is a row
+        longer than ``MAX_SEGMENT_TOKENS``."""
+        _check_segment_length(input_ids)
         _check_unpadded(kwargs.get("attention_mask"))
         past_key_values = _given_memory(past_key_values, kwargs.pop("cache", None))
         memory = None if past_key_values is None else past_key_values.window

@@ -138,13 +138,13 @@ def test_compare_lm_with_overwrite_replaces_an_earlier_run(tmp_path):
             "--validpref", tmp_path / "valid.txt", "--testpref", tmp_path / "valid.txt", "--destdir", tmp_path / "bin")
     runs = tmp_path / "runs"
     (runs / "transformer_xl").mkdir(parents=True)
-    (runs / "transformer_xl" / "stale.txt").write_text("an earlier run\n")
+    (runs / "transformer_xl" / "checkpoint_1_500.pt").write_text("an earlier run\n")
     out = run_cli("segatron-compare-lm", "--data", tmp_path / "bin", "--workdir", runs, "--variants",
                   "transformer_xl", "--overwrite", "--max-update", 2, "--layers", 1, "--dim", 16, "--heads", 2,
                   "--ffn", 32, "--tgt-len", 8, "--mem-len", 8, "--batch-size", 2, "--warmup", 1,
                   "--validate-every", 1, "--out", tmp_path / "results.json")
     assert re.search(r"^transformer_xl\s+[0-9,]+\s+[0-9.]+\s+[0-9.]+", out, re.M), out[-2000:]
-    assert not (runs / "transformer_xl" / "stale.txt").exists()
+    assert not (runs / "transformer_xl" / "checkpoint_1_500.pt").exists()
     assert (runs / "transformer_xl" / "checkpoint_last.pt").exists()
     assert [updates for updates, _ in read_curves(str(runs / "transformer_xl" / "train.log"))["valid"]] == [1, 2]
     (record,) = read_results(str(tmp_path / "results.json"))

@@ -157,7 +157,7 @@ def test_cross_thought_config_carries_the_paper_settings():
 @pytest.mark.end_to_end
 def test_cross_thought_base_config_pretrains_at_500_x_64(tmp_path):
     """The shipped yaml's task and dataset settings (500 sequences of 64 tokens, 5 special tokens, its
-    batch size), only the model narrowed: 2 updates on CPU. A sample (32,000 tokens) is far above the
+    batch size), only the model narrowed: 1 update on CPU. A sample (32,000 tokens) is far above the
     model's positions, so it trains only while sizes are checked per sequence."""
     write_lines(tmp_path / "corpus.txt", make_documents(700, seed=3))  # about 137k tokens: 5 samples
     run_cli("segatron-preprocess", "--input-format", "lines", "--trainpref", tmp_path / "corpus.txt",
@@ -165,12 +165,12 @@ def test_cross_thought_base_config_pretrains_at_500_x_64(tmp_path):
     out = run_cli("fairseq-hydra-train", "--config-dir", CONFIG_DIR, "--config-name", "cross_thought_base",
                   f"task.data={tmp_path / 'bin'}", f"checkpoint.save_dir={tmp_path / 'ckpt'}",
                   f"common.user_dir={PLUGIN_DIR}", f"hydra.run.dir={tmp_path / 'hydra'}", "common.cpu=true",
-                  "common.fp16=false", "optimization.max_update=2", "+model.encoder_embed_dim=32",
+                  "common.fp16=false", "optimization.max_update=1", "+model.encoder_embed_dim=32",
                   "+model.encoder_ffn_embed_dim=64", "+model.encoder_layers=1", "+model.encoder_attention_heads=2")
     assert "invalid sizes" not in out
     assert "train: 5 samples of 500 x 64 tokens" in out
     state = torch.load(tmp_path / "ckpt" / "checkpoint_last.pt", map_location="cpu", weights_only=False)
-    assert state["optimizer_history"][-1]["num_updates"] == 2
+    assert state["optimizer_history"][-1]["num_updates"] == 1
     assert state["cfg"]["task"]["num_sequences"] == 500 and state["cfg"]["task"]["sequence_length"] == 64
     assert state["cfg"]["model"]["num_special_tokens"] == 5 and state["cfg"]["dataset"]["batch_size"] == 2
 

@@ -1,8 +1,20 @@
 """Checks of a console script's answer to a user's mistake (``cli/user_errors.py``): ONE line ``PROG: error: ...``
-that names the file or option, last in the output, no traceback; and the bad files the tests give."""
+that names the file or option, last in the output, no traceback; a walk's ``Case``; and the bad files the tests
+give."""
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Optional, Tuple
+
+
+@dataclass(frozen=True)
+class Case:
+    """``program args...`` must fail with one error line containing ``says``."""
+
+    program: str
+    args: str
+    says: str
+    needs: Tuple[str, ...] = ()
 
 
 def assert_user_error(out: str, prog: str, *names) -> str:

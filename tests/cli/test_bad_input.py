@@ -13,25 +13,12 @@ valid``), ``{segabert}`` / ``{segabert_data}``, ``{cross_thought}`` / ``{cross_t
 """
 import json
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Tuple
 
 import pytest
 import torch
-from cli_errors import assert_user_error, listing
+from cli_errors import Case, assert_user_error, listing
 from conftest import run_cli_refused
-
-
-@dataclass(frozen=True)
-class Case:
-    """``program args...`` must fail with one error line containing ``says``."""
-
-    program: str
-    args: str
-    says: str
-    needs: Tuple[str, ...] = ()
-
 
 LOG = "--log-format simple"
 CASES = {

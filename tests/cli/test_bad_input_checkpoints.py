@@ -16,25 +16,13 @@ import os
 import shutil
 import struct
 import threading
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Tuple
+from typing import Optional
 
 import pytest
 import torch
-from cli_errors import assert_user_error, listing
+from cli_errors import Case, assert_user_error, listing
 from conftest import PLUGIN_DIR, run_cli_refused
-
-
-@dataclass(frozen=True)
-class Case:
-    """``program args...`` must fail with one error line containing ``says``."""
-
-    program: str
-    args: str
-    says: str
-    needs: Tuple[str, ...] = ()
-
 
 XL = ("segatron_xl_trained",)
 EXPORT = "hf --checkpoint CHECKPOINT --data {xl_data} --out {out}"

@@ -20,20 +20,9 @@ from pathlib import Path
 from typing import Tuple
 
 import pytest
-from cli_errors import assert_user_error, listing
+from cli_errors import Case, assert_user_error, listing
 from conftest import BIN, THREADS, run_cli, run_cli_refused
 from terminate_midway import HELD
-
-
-@dataclass(frozen=True)
-class Case:
-    """``program args...`` must fail with one error line containing ``says``."""
-
-    program: str
-    args: str
-    says: str
-    needs: Tuple[str, ...] = ()
-
 
 FIFO = "fifo: --out is a named pipe (FIFO), which is never replaced"
 NOT_REGULAR = {

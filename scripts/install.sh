@@ -82,7 +82,15 @@ test_current() {
   [[ -f "$TEST_STAMP" && "$(cat "$TEST_STAMP")" == "$TEST_WANT" ]] &&
     "$VENV/bin/python" -c "$TEST_IMPORTS" 2>/dev/null && "$NEWEST/bin/python" -c "import transformers, torch" 2>/dev/null
 }
-if runtime_current && { [[ $TEST -eq 0 ]] || test_current; }; then
+# both parts checked side by side (each check starts interpreters that import torch)
+all_current() {
+  local runtime tests=0
+  runtime_current & runtime=$!
+  if [[ $TEST -eq 1 ]]; then test_current & tests=$!; fi
+  wait "$runtime" || return 1
+  [[ $TEST -eq 0 ]] || wait "$tests"
+}
+if all_current; then
   log "up to date ($VENV)"
   exit 0
 fi

@@ -28,7 +28,9 @@ if [[ $QUICK -eq 1 ]]; then
   exec "$PY" -m pytest -n 2 --durations=25 -m "not end_to_end and not memory_heavy" "$ROOT/tests" "$@"
 fi
 "$PY" -m pytest -n 2 --durations=25 -m "not memory_heavy" "$ROOT/tests" "$@"; parallel=$?
-"$PY" -m pytest --durations=25 -m memory_heavy "$ROOT/tests" "$@"; alone=$?
+# only the modules that mark tests memory-heavy are collected for this run
+mapfile -t HEAVY < <(grep -rl --include='test_*.py' 'mark.memory_heavy' "$ROOT/tests")
+"$PY" -m pytest --durations=25 -m memory_heavy "${HEAVY[@]:-$ROOT/tests}" "$@"; alone=$?
 if [[ $parallel -eq 5 && $alone -eq 0 ]]; then parallel=0; fi
 if [[ $alone -eq 5 && $parallel -eq 0 ]]; then alone=0; fi
 if [[ $parallel -ne 0 ]]; then exit "$parallel"; fi

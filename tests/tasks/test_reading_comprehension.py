@@ -215,7 +215,7 @@ def test_fine_tuned_segabert_extracts_answers_far_above_the_baselines(tmp_path):
     proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "squad_synthetic.py"), "--wikitext",
                            str(tmp_path / "wiki.tokens"), "--workdir", str(tmp_path / "work"),
                            "--pretrain-updates", "30",
-                           "--train-contexts", "200", "--dev-contexts", "40", "--epochs", "10", "--max-words", "40"],
+                           "--train-contexts", "200", "--dev-contexts", "40", "--epochs", "6", "--max-words", "40"],
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                           env=dict(os.environ, OMP_NUM_THREADS="1"))
     assert proc.returncode == 0, proc.stdout[-3000:]

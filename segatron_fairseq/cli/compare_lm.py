@@ -28,7 +28,7 @@ import re
 import subprocess
 import sys
 import time
-from typing import List
+from typing import Set
 
 import torch
 from fairseq.checkpoint_utils import load_checkpoint_file
@@ -98,11 +98,11 @@ def check_data(parser, data: str, splits) -> None:
 RUN_FILES = ("checkpoint*.pt", "*.log")  # what a variant's run writes into its folder
 
 
-def files_of_no_run(folder: str) -> List[str]:
-    """The entries of ``folder`` that no variant's run writes (not a regular file matching ``RUN_FILES``)."""
-    return sorted(name for name in os.listdir(folder)
-                  if not (os.path.isfile(os.path.join(folder, name)) and not os.path.islink(os.path.join(folder, name))
-                          and any(fnmatch.fnmatch(name, pattern) for pattern in RUN_FILES)))
+def run_files(folder: str) -> Set[str]:
+    """The entries of ``folder`` a variant's run writes: regular files matching ``RUN_FILES``."""
+    return {name for name in os.listdir(folder)
+            if any(fnmatch.fnmatch(name, pattern) for pattern in RUN_FILES)
+            and os.path.isfile(os.path.join(folder, name)) and not os.path.islink(os.path.join(folder, name))}
 
 
 def check_folders(parser, args, names) -> None:
@@ -114,13 +114,16 @@ def check_folders(parser, args, names) -> None:
         folder = os.path.join(args.workdir, name)
         if os.path.exists(folder) and not os.path.isdir(folder):
             parser.error(f"--workdir {args.workdir}: {folder} is a file, not a directory")
-        if os.path.isdir(folder) and os.listdir(folder) and not args.overwrite:
+        if not os.path.isdir(folder):
+            continue
+        entries = os.listdir(folder)
+        if entries and not args.overwrite:
             parser.error(f"--workdir {args.workdir}: {folder} holds an earlier run; pass --overwrite to replace it, "
                          f"or name another --workdir")
-        if os.path.isdir(folder) and files_of_no_run(folder):
-            parser.error(f"--workdir {args.workdir}: {os.path.join(folder, files_of_no_run(folder)[0])} was not "
-                         f"written by a run (only {' and '.join(RUN_FILES)} are replaced); move it or name another "
-                         f"--workdir")
+        others = sorted(set(entries) - run_files(folder))
+        if others:
+            parser.error(f"--workdir {args.workdir}: {os.path.join(folder, others[0])} was not written by a run "
+                         f"(only {' and '.join(RUN_FILES)} are replaced); move it or name another --workdir")
     if args.out is not None:
         inputs = {f"--data's {name}": os.path.join(args.data, name) for name in os.listdir(args.data)}
         try:
@@ -155,7 +158,7 @@ def fresh_folder(folder: str) -> None:
     """``folder`` empty: created, or its earlier run's files removed when ``check_folders`` allowed it
     (--overwrite; it holds nothing else)."""
     os.makedirs(folder, exist_ok=True)
-    for name in sorted(set(os.listdir(folder)) - set(files_of_no_run(folder))):
+    for name in sorted(run_files(folder)):
         os.remove(os.path.join(folder, name))
 
 

@@ -29,6 +29,13 @@ def assert_user_error(out: str, prog: str, *names) -> str:
     return errors[0]
 
 
+def assert_refused(refusal, prog: str, *names) -> str:
+    """A ``conftest.Refusal``: no traceback anywhere in its output, and its stderr ends in ``prog``'s one error
+    line naming each of ``names``. Returns that line."""
+    assert "Traceback" not in refusal.output, refusal.output[-3000:]
+    return assert_user_error(refusal.stderr, prog, *names)
+
+
 def listing(path) -> Optional[Dict[str, Tuple[int, int]]]:
     """What is at ``path``: None when nothing; else each file and folder under it (itself, for a file) with its
     size and modification time, to compare before and after a failed run."""

@@ -717,8 +717,8 @@ def code_span_problem(span: str) -> Optional[str]:
         found = any(list(root.glob(path.rstrip("/"))) for root in CODE_ROOTS for path in brace_expansions(span))
         return None if found else "no such path"
     if span.rsplit(".", 1)[-1] in FILE_EXTENSIONS and "." in span:
-        homes = [ROOT] + [ROOT / d for d in REPO_DIRS if d != "docs"]
-        found = (ROOT / span).exists() or any(next(home.rglob(span), None) for home in homes[1:])
+        homes = [ROOT / d for d in REPO_DIRS if d != "docs"]
+        found = (ROOT / span).exists() or any(next(home.rglob(span), None) for home in homes)
         return None if found else "no such file"
     name = re.sub(r"\(.*\)$", "", span.lstrip("@"))
     if not re.fullmatch(r"[A-Za-z_][\w*]*(\.[A-Za-z_]\w*)*", name) or not re.search(r"[_.A-Z]", name):

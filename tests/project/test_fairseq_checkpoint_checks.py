@@ -245,7 +245,7 @@ KILLED_SAVE = textwrap.dedent("""
 
     def save(filename, extra_state):
         checkpoint_utils.torch_persistent_save({"model": {"w": torch.ones(250_000)}, "extra": extra_state}, filename)
-        size = len(open(filename, "rb").read())
+        size = os.path.getsize(filename)
         resource.setrlimit(resource.RLIMIT_FSIZE, (size // 2, resource.RLIM_INFINITY))
         signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
 

@@ -30,6 +30,13 @@ _KINDS = ((stat.S_ISFIFO, "a FIFO or pipe"), (stat.S_ISCHR, "a character device"
           (stat.S_ISSOCK, "a socket"))
 
 
+def same_file(a: str, b: str) -> bool:
+    """Whether paths ``a`` and ``b`` name one file (the same path, a link to it, a hard link)."""
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    return os.path.exists(a) and os.path.exists(b) and os.path.samefile(a, b)
+
+
 def check_regular_file(path: str, what: str) -> None:
     """``path`` is a regular file; ``what`` says what it is for. Nothing is
     opened: a FIFO, such as a process substitution ``<(...)``, is refused

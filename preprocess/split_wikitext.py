@@ -19,8 +19,8 @@ from typing import Dict, List
 
 from .atomic import atomic_paths, unreplaceable_kind
 from .errors import PreprocessError
-from .inputs import check_file, check_utf8
-from .termination import sigterm_raises, stop_status
+from .inputs import check_file, check_utf8, same_file
+from .termination import exit_on_user_error
 from .units import is_wikitext_title, normalize
 
 SPLITS = ("train", "valid", "test")
@@ -40,11 +40,6 @@ def split_articles(path):
     if current:
         articles.append(current)
     return articles
-
-
-def _same_file(a: str, b: str) -> bool:
-    return os.path.realpath(a) == os.path.realpath(b) or (
-        os.path.exists(a) and os.path.exists(b) and os.path.samefile(a, b))
 
 
 def write_together(parts: Dict[str, List[List[str]]]) -> None:
@@ -74,10 +69,11 @@ def cli_main(argv=None) -> None:
     if os.path.exists(args.out_dir) and not os.path.isdir(args.out_dir):
         p.error(f"{args.out_dir}: the output directory is a file")
     for path in outputs.values():
-        if _same_file(args.input, path):
+        if same_file(args.input, path):
             p.error(f"{args.input}: the input is one of the outputs; name another output directory")
-        if os.path.isdir(path) or unreplaceable_kind(path):
-            p.error(f"{path}: an output file is {unreplaceable_kind(path) or 'a directory'}, which is never replaced")
+        kind = unreplaceable_kind(path) or ("a directory" if os.path.isdir(path) else None)
+        if kind:
+            p.error(f"{path}: an output file is {kind}, which is never replaced")
         if os.path.lexists(path) and not args.overwrite:
             p.error(f"{path} exists; pass --overwrite to replace it, or name another output directory")
     writable = os.path.abspath(args.out_dir)
@@ -99,16 +95,9 @@ def cli_main(argv=None) -> None:
         "valid": articles[len(articles) - n_valid - n_test: len(articles) - n_test],
         "test": articles[len(articles) - n_test:],
     }
-    try:
-        with sigterm_raises():
-            os.makedirs(args.out_dir, exist_ok=True)
-            write_together({outputs[split]: chosen for split, chosen in parts.items()})
-    except OSError as err:
-        where = err.filename2 or err.filename
-        p.exit(1, f"{p.prog}: error: " + (f"{where}: {err.strerror}" if where and err.strerror else f"{err}") + "\n")
-    except KeyboardInterrupt as stop:
-        word, status = stop_status(stop)
-        p.exit(status, f"{p.prog}: {word}\n")
+    with exit_on_user_error(p.prog):
+        os.makedirs(args.out_dir, exist_ok=True)
+        write_together({outputs[split]: chosen for split, chosen in parts.items()})
     for split, chosen in parts.items():
         print(f"{split}: {len(chosen)} articles, {sum(len(''.join(a).split()) for a in chosen):,} tokens -> "
               f"{outputs[split]}")

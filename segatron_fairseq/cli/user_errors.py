@@ -12,48 +12,13 @@ Ctrl-C and SIGTERM end the program with one line too (exit status 130, 143),
 after the same clean-up (``segatron_preprocess.termination``).
 """
 import argparse
-import contextlib
 import math
 import os
-import sys
-from typing import Iterator, Mapping, Optional, Tuple, Type
+from typing import Mapping, Optional
 
 from segatron_preprocess.atomic import unreplaceable_kind
-from segatron_preprocess.termination import sigterm_raises, stop_status
-
-USER_ERRORS = (OSError, ValueError)
-
-
-def user_error_message(err: BaseException) -> str:
-    """``err`` as ``FILE: problem``: an ``OSError`` of the system (``[Errno 1] ...``)
-    names its file (the destination of a rename) and its reason; others are their own text."""
-    if isinstance(err, OSError) and err.strerror and (err.filename2 or err.filename):
-        return f"{err.filename2 or err.filename}: {err.strerror}"
-    return str(err)
-
-
-@contextlib.contextmanager
-def exit_on_user_error(prog: str, errors: Tuple[Type[BaseException], ...] = ()) -> Iterator[None]:
-    """End the program with ``prog: error: MESSAGE`` (exit status 1) on a user
-    error (``USER_ERRORS`` and ``errors``), with ``prog: interrupted`` (exit
-    status 130) on Ctrl-C and with ``prog: terminated`` (143) on SIGTERM, which
-    inside the block raises ``KeyboardInterrupt``'s subclass ``Terminated``."""
-    try:
-        with sigterm_raises():
-            yield
-    except (*USER_ERRORS, *errors) as err:
-        print(f"{prog}: error: {user_error_message(err)}", file=sys.stderr)
-        raise SystemExit(1) from None
-    except KeyboardInterrupt as stop:
-        word, status = stop_status(stop)
-        print(f"{prog}: {word}", file=sys.stderr)
-        raise SystemExit(status) from None
-
-
-def _same_file(a: str, b: str) -> bool:
-    if os.path.realpath(a) == os.path.realpath(b):
-        return True
-    return os.path.exists(a) and os.path.exists(b) and os.path.samefile(a, b)
+from segatron_preprocess.inputs import same_file
+from segatron_preprocess.termination import exit_on_user_error  # noqa: F401  (the console scripts' handler)
 
 
 def check_output(path: str, *, option: str = "--out", inputs: Mapping[str, Optional[str]] = (),
@@ -67,7 +32,7 @@ def check_output(path: str, *, option: str = "--out", inputs: Mapping[str, Optio
     not writable. An existing ``directory`` is allowed:
     its contents are the caller's to check."""
     for name, given in dict(inputs).items():
-        if given is not None and _same_file(path, given):
+        if given is not None and same_file(path, given):
             raise ValueError(f"{path}: {option} is the same file as {name}; name another "
                              + ("directory" if directory else "file"))
     if directory:
@@ -75,8 +40,8 @@ def check_output(path: str, *, option: str = "--out", inputs: Mapping[str, Optio
             raise ValueError(f"{path}: {option} exists and is not a directory")
     elif os.path.isdir(path):
         raise ValueError(f"{path}: {option} is a directory; name a file")
-    elif unreplaceable_kind(path) is not None:
-        raise ValueError(f"{path}: {option} is {unreplaceable_kind(path)}, which is never replaced; name a file")
+    elif (kind := unreplaceable_kind(path)) is not None:
+        raise ValueError(f"{path}: {option} is {kind}, which is never replaced; name a file")
     elif os.path.lexists(path) and not overwrite:
         raise ValueError(f"{path}: {option} exists; pass --overwrite to replace it, or name another file")
     place = path if directory and os.path.isdir(path) else os.path.dirname(os.path.abspath(path))

@@ -158,11 +158,7 @@ def run(args) -> None:
 
 def _binarize_and_commit(args, splits, srcdict, metadata: Dict, stage: str) -> None:
     """Steps 3 and 4 of a run, in ``stage``. The modules that import fairseq
-    are imported only now, once the checks have passed. NLTK too, which every
-    run needs (every splitter is Punkt): the workers' forkserver imports the
-    same modules meanwhile (``run``), so the two are ready together."""
-    import nltk.tokenize.punkt  # noqa: F401
-
+    are imported only now, once the checks have passed."""
     from . import subwords
     from .binarize import Worker
     from .document_items import Segmenter

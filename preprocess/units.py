@@ -12,6 +12,7 @@ A reader yields ``Unit`` records:
 This module imports the standard library only: ``segatron-export`` ships it
 with the tokenizers that compute the segment indexes of raw text.
 """
+import io
 import re
 from typing import Iterable, Iterator, List, NamedTuple, Tuple
 
@@ -19,9 +20,6 @@ DOC_BREAK, TITLE, HEADING, PARAGRAPH, BLANK = "doc_break", "title", "heading", "
 
 # fairseq.tokenizer.tokenize_line normalises every whitespace run to one space.
 _WHITESPACE = re.compile(r"\s+")
-# a line as fairseq-preprocess reads one (Python's universal newlines): it ends at \n, \r\n or a lone \r; the
-# other line breaks of str.splitlines (\x0b, \x0c, \x1c-\x1e, \x85, \u2028, \u2029) are white space inside it
-_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
 
 
 class Unit(NamedTuple):
@@ -31,8 +29,10 @@ class Unit(NamedTuple):
 
 
 def split_lines(text: str) -> List[str]:
-    """The lines of ``text`` with their line ends, as fairseq-preprocess reads a file."""
-    return _LINE.findall(text)
+    """The lines of ``text`` with their line ends, as fairseq-preprocess reads a file (Python's universal
+    newlines): a line ends at \\n, \\r\\n or a lone \\r; the other line breaks of ``str.splitlines``
+    (\\x0b, \\x0c, \\x1c-\\x1e, \\x85, \\u2028, \\u2029) are white space inside it."""
+    return io.StringIO(text, newline="").readlines()
 
 
 def normalize(line: str) -> str:

@@ -46,11 +46,11 @@ class ElectraCriterionConfig(FairseqDataclass):
 def gumbel_max_sample(logits: torch.Tensor, forbidden: int, uniform: torch.Tensor) -> torch.Tensor:
     """(M, V) logits -> (M,) one token each, drawn from softmax(logits) by the
     Gumbel-max trick (argmax of logits + Gumbel noise made from ``uniform``,
-    (M, V) draws in [0, 1)), never ``forbidden``; without gradient."""
-    logits = logits.detach().float().clone()
-    logits[:, forbidden] = -math.inf
-    uniform = uniform.clamp(min=1e-20, max=1.0)
-    return (logits - torch.log(-torch.log(uniform))).argmax(dim=-1)
+    (M, V) draws in [0, 1), overwritten), never ``forbidden``; without gradient."""
+    noise = uniform.clamp_(min=1e-20).log_().neg_().log_()  # -Gumbel noise: log(-log u)
+    scores = logits.detach().float() - noise
+    scores[:, forbidden] = -math.inf
+    return scores.argmax(dim=-1)
 
 
 def seeded_uniform(masked: torch.Tensor, ids: torch.Tensor, vocab: int, seed: int) -> torch.Tensor:

@@ -83,10 +83,8 @@ def checkpoint_task_name(state: dict) -> str:
     return _saved_name(state, "task", "task") or "unknown"
 
 
-def check_checkpoint_file(path: str) -> None:
-    """``path`` is a regular file, checked without opening it
-    (``FileNotFoundError``; ``ValueError``: a directory, a FIFO, ...)."""
-    checkpoint_utils.check_checkpoint_path(path)
+# ``path`` is a regular file, checked without opening it (``FileNotFoundError``; ``ValueError``: a directory, a FIFO)
+check_checkpoint_file = checkpoint_utils.check_checkpoint_path
 
 
 def read_checkpoint(path: str) -> Dict:

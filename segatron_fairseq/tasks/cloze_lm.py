@@ -8,7 +8,6 @@ cloze|bilm|cloze+bilm``); ``fairseq-validate`` reports the held-out cloze
 perplexity (``cloze_ppl``).
 """
 import logging
-import os
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -25,7 +24,7 @@ from fairseq.dataclass import FairseqDataclass
 from fairseq.tasks import register_task
 from omegaconf import II
 
-from segatron_fairseq.data import ClozeBlockDataset, FieldDataset, SegmentIndexedDataset
+from segatron_fairseq.data import ClozeBlockDataset, FieldDataset
 from segatron_fairseq.segments import TABLE_SIZES
 from segatron_fairseq.tasks.single_dictionary_task import (
     SingleDictionaryTask,
@@ -79,7 +78,7 @@ class ClozeLMTask(SingleDictionaryTask):
         return model
 
     def load_dataset(self, split: str, epoch: int = 1, combine: bool = False, **kwargs):
-        corpus = SegmentIndexedDataset(os.path.join(self.cfg.data, split), len(self.dictionary), self.cfg.verify_data)
+        corpus = self.open_split(split)
         if read_metadata(self.cfg.data).get(STREAM_STYLE) == "authors":
             raise ValueError(f"{self.cfg.data}: binarized with --stream-style authors (paragraph counters that run "
                              f"over the whole split, no document starts): cloze blocks stay within documents; "

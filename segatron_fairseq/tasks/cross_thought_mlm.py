@@ -27,7 +27,6 @@ from fairseq.tasks import register_task
 
 from segatron_fairseq.data import (
     FieldDataset,
-    SegmentIndexedDataset,
     ShortSequenceDataset,
     ShortSequenceSampleDataset,
 )
@@ -62,13 +61,14 @@ class CrossThoughtMLMTask(PerSequenceSizeCheck, SingleDictionaryTask):
 
     def load_dataset(self, split: str, epoch: int = 1, combine: bool = False, **kwargs):
         path = os.path.join(self.cfg.data, split)
-        tokens = data_utils.load_indexed_dataset(path, self.dictionary)
-        if tokens is None:
-            raise FileNotFoundError(f"split '{split}' not found: {path}.bin/.idx")
         if os.path.isfile(os.path.join(self.cfg.data, METADATA_FILE)):  # segatron-preprocess's: the split as a whole
-            SegmentIndexedDataset(path, len(self.dictionary), self.cfg.verify_data)
-        elif isinstance(tokens, MMapIndexedDataset):  # what fairseq-preprocess writes
-            check_token_ids(tokens, path, len(self.dictionary))
+            tokens = self.open_split(split).tokens
+        else:  # what fairseq-preprocess writes
+            tokens = data_utils.load_indexed_dataset(path, self.dictionary)
+            if tokens is None:
+                raise FileNotFoundError(f"split '{split}' not found: {path}.bin/.idx")
+            if isinstance(tokens, MMapIndexedDataset):
+                check_token_ids(tokens, path, len(self.dictionary))
         block = self.cfg.num_sequences * self.cfg.sequence_length
         blocks = TokenBlockDataset(tokens, tokens.sizes, block, pad=self.dictionary.pad(), eos=self.dictionary.eos(),
                                    break_mode="none")

@@ -13,7 +13,6 @@ counts the examples whose segment indexes had to be shifted or clipped to fit
 the embedding tables; they are logged as ``index_shifted`` / ``index_clipped``.
 """
 import logging
-import os
 from dataclasses import dataclass, field
 
 from fairseq import metrics
@@ -32,7 +31,6 @@ from fairseq.tasks import register_task
 from segatron_fairseq.data import (
     DocumentExampleDataset,
     FieldDataset,
-    SegmentIndexedDataset,
     SentenceOrderDataset,
     SumDataset,
 )
@@ -126,8 +124,7 @@ class SegaBERTMLMTask(SingleDictionaryTask):
         return super().build_criterion(cfg)
 
     def load_dataset(self, split: str, epoch: int = 1, combine: bool = False, **kwargs):
-        prefix = os.path.join(self.cfg.data, split)
-        corpus = SegmentIndexedDataset(prefix, len(self.dictionary), self.cfg.verify_data)
+        corpus = self.open_split(split)
         examples = (SentenceOrderDataset if self.cfg.sentence_order_prediction else DocumentExampleDataset)(
             corpus, self.dictionary.bos(), self.dictionary.eos(), self.cfg.tokens_per_sample, self.index_limits,
             self.cfg.seed, self.cfg.examples_per_epoch,

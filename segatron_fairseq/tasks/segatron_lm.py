@@ -22,7 +22,6 @@ tokens (prompt tokens included) are flagged as they arrive by
 """
 import functools
 import logging
-import os
 from dataclasses import dataclass, field
 from typing import List, Optional
 
@@ -44,7 +43,7 @@ from fairseq.distributed import utils as distributed_utils
 from fairseq.tasks import register_task
 from omegaconf import II
 
-from segatron_fairseq.data import SegmentIndexedDataset, SegmentStreamDataset
+from segatron_fairseq.data import SegmentStreamDataset
 from segatron_fairseq.models.segatron_xl_decoding import GenerationSetup
 from segatron_fairseq.segments import SEGMENT_LEVELS
 from segatron_fairseq.tasks.single_dictionary_task import (
@@ -101,8 +100,7 @@ class SegatronLMTask(SingleDictionaryTask):
         return rows or 1
 
     def load_dataset(self, split: str, epoch: int = 1, combine: bool = False, **kwargs):
-        prefix = os.path.join(self.cfg.data, split)
-        corpus = SegmentIndexedDataset(prefix, len(self.dictionary), self.cfg.verify_data)
+        corpus = self.open_split(split)
         if self.cfg.sample_break_mode == "eos":
             if split == self.cfg.train_subset:
                 raise ValueError("--sample-break-mode eos makes prompts for fairseq-generate; training reads the "

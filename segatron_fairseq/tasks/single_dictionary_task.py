@@ -52,6 +52,13 @@ class SingleDictionaryTask(FairseqTask):
     CRITERION: Optional[str] = None  # the registered criterion this task needs, when no other fits its samples
     MODELS: Tuple[str, ...] = ()  # the registered models this task's samples fit, when not every model does
 
+    def open_split(self, split: str):
+        """The binarized ``split`` of ``--data`` (a ``SegmentIndexedDataset``), checked against its manifest
+        (with ``--verify-data``: its files rehashed whole)."""
+        from segatron_fairseq.data import SegmentIndexedDataset
+
+        return SegmentIndexedDataset(os.path.join(self.cfg.data, split), len(self.dictionary), self.cfg.verify_data)
+
     def __init__(self, cfg, dictionary: Dictionary):
         check_field_bounds(getattr(type(self), "__dataclass", None), cfg)
         super().__init__(cfg)

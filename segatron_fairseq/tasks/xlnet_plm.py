@@ -11,7 +11,6 @@ each training epoch and each validation. The targets and orders are drawn per
 evaluation (epoch 1's), so its perplexities compare.
 """
 import logging
-import os
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -22,7 +21,7 @@ from fairseq.distributed import utils as distributed_utils
 from fairseq.tasks import register_task
 from omegaconf import II
 
-from segatron_fairseq.data import PermutationLMDataset, SegmentIndexedDataset
+from segatron_fairseq.data import PermutationLMDataset
 from segatron_fairseq.tasks.masking import whole_word_starts
 from segatron_fairseq.tasks.segatron_lm import SegatronLMTask
 from segatron_fairseq.tasks.single_dictionary_task import verify_data_field
@@ -70,7 +69,7 @@ class XLNetPLMTask(SegatronLMTask):
         self.num_predict = max(1, round(cfg.tokens_per_sample / cfg.partial_prediction_k))
 
     def load_dataset(self, split: str, epoch: int = 1, combine: bool = False, **kwargs):
-        corpus = SegmentIndexedDataset(os.path.join(self.cfg.data, split), len(self.dictionary), self.cfg.verify_data)
+        corpus = self.open_split(split)
         num_shards, shard_id = 1, 0
         if torch.distributed.is_available() and torch.distributed.is_initialized():
             num_shards = distributed_utils.get_data_parallel_world_size()

@@ -237,7 +237,7 @@ def test_checking_the_save_directory_leaves_its_files_alone(tmp_path):
 # file longer than half of it, and the signal of a write past that (SIGXFSZ, which Python ignores) kills it: the copy
 # onto checkpoint_last.pt is killed in the middle
 KILLED_SAVE = textwrap.dedent("""
-    import resource, signal, sys
+    import os, resource, signal, sys
     from types import SimpleNamespace
     import torch
     from fairseq import checkpoint_utils

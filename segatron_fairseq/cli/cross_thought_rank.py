@@ -181,7 +181,7 @@ def texts_digest(texts: List[str]) -> str:
 
 def embedding_key(args, hub, texts: List[str], overrides: Dict) -> Dict[str, str]:
     """Everything that changes the embeddings of ``texts``."""
-    model_args = hub.model.args
+    special_tokens, shared = hub.model.special_tokens()
     sentencepiece = os.path.join(args.data, SENTENCEPIECE_FILE)
     return {
         "checkpoint": file_digest(args.path),
@@ -189,7 +189,7 @@ def embedding_key(args, hub, texts: List[str], overrides: Dict) -> Dict[str, str
         "dictionary": file_digest(os.path.join(args.data, DICT_FILE)),
         "sentencepiece": file_digest(sentencepiece) if os.path.isfile(sentencepiece) else "none",
         "max_length": str(args.max_length),
-        "special_tokens": f"{model_args.num_special_tokens} shared={model_args.shared_special_embedding}",
+        "special_tokens": f"{special_tokens} shared={shared}",
         "model_overrides": json.dumps(overrides, sort_keys=True, default=str),
     }
 

@@ -60,9 +60,9 @@ def _hf(args) -> str:
                                        facts)
         return args.out
     words = subwords.of_corpus(args.data, read_metadata(args.data))
-    if model_name == "segabert" and huggingface_albert.is_albert(loaded.model.args):
+    if model_name == "segabert" and huggingface_albert.is_albert(loaded.cfg.model):
         exporters[model_name] = huggingface_albert  # a factorized embedding or shared layers
-    elif model_name == "segabert" and loaded.model.encoder.segment_positions:  # its tokenizer computes the indexes
+    elif model_name == "segabert" and loaded.model.index_tables():  # its tokenizer computes the indexes
         text_encoder = TextEncoder(args.data, loaded.task.source_dictionary, keep=(MASK_SYMBOL,))
         huggingface_bert.export(loaded.model.eval(), loaded.task.source_dictionary, words, args.out, facts,
                                 text_encoder)

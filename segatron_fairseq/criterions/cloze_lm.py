@@ -21,6 +21,8 @@ from fairseq import metrics, utils
 from fairseq.criterions import FairseqCriterion, register_criterion
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 
+from segatron_fairseq.models.cloze_two_tower import ClozeTwoTowerModel
+
 CLOZE_LOSSES = ("cloze", "bilm", "cloze+bilm")
 TERMS = ("cloze", "bilm_forward", "bilm_backward")
 
@@ -49,7 +51,7 @@ class ClozeLMCriterion(FairseqCriterion):
         self.cloze_loss, self.bilm_weight = cloze_loss, bilm_weight
 
     def forward(self, model, sample, reduce=True):
-        if not hasattr(model, "log_probs") or not hasattr(model, "set_combination_mask"):
+        if not isinstance(model, ClozeTwoTowerModel):
             raise ValueError(f"--criterion cloze_lm needs a cloze_two_tower model, not {type(model).__name__}")
         pad = self.padding_idx
         target = sample["target"]

@@ -33,6 +33,8 @@ from fairseq import metrics, utils
 from fairseq.criterions import FairseqCriterion, register_criterion
 from fairseq.dataclass import FairseqDataclass
 
+from segatron_fairseq.models.segabert_electra import SegaBERTElectraModel
+
 logger = logging.getLogger(__name__)
 INPUT_KEYS = ("src_tokens", "src_lengths")  # net_input keys that are not the encoder's indexes
 EVALUATION_STREAM = 0xE1EC7B  # keeps evaluation's Gumbel draws apart from any other use of the seed
@@ -89,7 +91,7 @@ class ElectraCriterion(FairseqCriterion):
                            "and replaces none at random (--leave-unmasked-prob 0.15 --random-token-prob 0)")
 
     def forward(self, model, sample, reduce=True):
-        if getattr(model, "generator", None) is None:
+        if not isinstance(model, SegaBERTElectraModel) or not model.has_generator():
             raise ValueError(f"--criterion electra needs a pre-training segabert_electra model (--arch "
                              f"segabert_electra_* or segabert_bert_electra_*), not {type(model).__name__}")
         net_input = sample["net_input"]

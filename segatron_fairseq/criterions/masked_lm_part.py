@@ -16,7 +16,7 @@ def masked_lm_part(model, sample: Dict, padding_idx: int) -> Tuple[torch.Tensor,
     target = sample["target"]
     masked = target.ne(padding_idx)
     features, _ = model(**sample["net_input"], features_only=True)
-    logits = model.encoder.output_layer(features, masked_tokens=masked)
+    logits = model.masked_lm_logits(features, masked)
     loss = modules.cross_entropy(logits.view(-1, logits.size(-1)), target[masked], reduction="sum")
     return features, loss, int(masked.sum())
 

@@ -17,16 +17,18 @@ from fairseq.criterions import FairseqCriterion, register_criterion
 from fairseq.dataclass import FairseqDataclass
 
 from segatron_fairseq.criterions.masked_lm_part import log_masked_lm_part, masked_lm_part
+from segatron_fairseq.models.encoder_interface import EncoderInterface
 from segatron_fairseq.tasks.sentence_order import SENTENCE_ORDER_HEAD
 
 
 @register_criterion("masked_lm_sop", dataclass=FairseqDataclass)
 class MaskedLMSentenceOrderLoss(FairseqCriterion):
     def forward(self, model, sample, reduce=True):
-        if SENTENCE_ORDER_HEAD not in getattr(model, "classification_heads", {}) or "sentence_order" not in sample:
+        if not isinstance(model, EncoderInterface) or SENTENCE_ORDER_HEAD not in model.head_names() \
+                or "sentence_order" not in sample:
             raise ValueError("criterion masked_lm_sop needs task segabert_mlm with --sentence-order-prediction")
         features, mlm_loss, sample_size = masked_lm_part(model, sample, self.padding_idx)
-        sop_logits = model.classification_heads[SENTENCE_ORDER_HEAD](features)
+        sop_logits = model.task_head(SENTENCE_ORDER_HEAD)(features)
         labels = sample["sentence_order"]
         sop_loss = F.cross_entropy(sop_logits.float(), labels, reduction="sum")
         nsentences = labels.numel()

@@ -24,7 +24,7 @@ class SiameseClassificationCriterion(FairseqCriterion):
     def forward(self, model, sample, reduce=True):
         u = sentence_embedding(model, sample["net_input"], self.pooling, self.padding_idx)
         v = sentence_embedding(model, sample["net_input_b"], self.pooling, self.padding_idx)
-        logits = model.classification_heads[self.head_name](u, v).float()
+        logits = model.task_head(self.head_name)(u, v).float()
         target = sample["target"]
         loss = F.cross_entropy(logits, target, reduction="sum")
         size = target.numel()

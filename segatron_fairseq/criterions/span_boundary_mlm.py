@@ -40,11 +40,11 @@ class SpanBoundaryMLMLoss(FairseqCriterion):
             rows, columns = sample["span_offset"].ge(0).nonzero(as_tuple=True)
             pairs = len(rows)
             if pairs:
-                head = model.classification_heads[SPAN_BOUNDARY_HEAD]
+                head = model.task_head(SPAN_BOUNDARY_HEAD)
                 sbo_logits = head(features[rows, sample["span_left"][rows, columns]],
                                   features[rows, sample["span_right"][rows, columns]],
                                   sample["span_offset"][rows, columns],
-                                  model.encoder.sentence_encoder.embed_tokens.weight)
+                                  model.word_embeddings().weight)
                 sbo = modules.cross_entropy(sbo_logits, target[rows, columns], reduction="sum")
         loss = mlm + sbo * (num_masked / (pairs + 1))
         logging_output = {"loss": loss.data, "mlm_loss": mlm.data, "sbo_loss": sbo.data, "sbo_pairs": pairs,

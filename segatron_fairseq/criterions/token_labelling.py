@@ -13,7 +13,7 @@ from fairseq.dataclass import FairseqDataclass
 from fairseq.logging.meters import Meter
 
 from segatron_fairseq.evaluation.entity_f1 import entity_scores, sentences_of
-from segatron_fairseq.models.token_heads import word_features
+from segatron_fairseq.models.token_label_heads import word_features
 
 
 class EntityMeter(Meter):
@@ -43,7 +43,7 @@ class EntityMeter(Meter):
 def predicted_labels(model, sample: dict, head_name: str) -> List[List[int]]:
     """Each window's label indexes, one per word, of a ``TokenWindowDataset`` batch."""
     features = word_features(model.token_features(**sample["net_input"]), sample["word_positions"])
-    return model.classification_heads[head_name].decode(features, sample["word_mask"])
+    return model.task_head(head_name).decode(features, sample["word_mask"])
 
 
 @register_criterion("token_labelling", dataclass=FairseqDataclass)
@@ -54,7 +54,7 @@ class TokenLabellingCriterion(FairseqCriterion):
         self.labels = task.labels
 
     def forward(self, model, sample, reduce=True):
-        head = model.classification_heads[self.head_name]
+        head = model.task_head(self.head_name)
         features = word_features(model.token_features(**sample["net_input"]), sample["word_positions"])
         mask, target = sample["word_mask"], sample["target"]
         loss = head.loss(features, mask, target)

@@ -113,7 +113,7 @@ def score_split(model, task, split: str = "valid", seed: int = 1, batch_size: in
     pad = task.source_dictionary.pad()
     all_labels, all_scores = [], []
     nll, masked_total = 0.0, 0
-    has_generator = getattr(model, "generator", None) is not None
+    has_generator = model.has_generator()
     for corrupted, labels, sample in corrupted_batches(task, split, seed, batch_size):
         corrupted = {k: v.to(device) for k, v in corrupted.items() if k != "src_lengths"}
         src_tokens = corrupted.pop("src_tokens")

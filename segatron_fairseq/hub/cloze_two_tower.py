@@ -32,9 +32,10 @@ class ClozeTwoTowerHubInterface(nn.Module):
         self.dictionary = task.source_dictionary
         self.text_encoder = TextEncoder(corpus, self.dictionary)
         self.max_positions = model.max_positions()
-        self.index_limits = {"paragraph": getattr(cfg.model, "max_paragraph_index", TABLE_SIZES["paragraph"]),
-                             "sentence": getattr(cfg.model, "max_sentence_index", TABLE_SIZES["sentence"]),
-                             "token": self.max_positions}
+        tables = model.index_tables()  # none without --segment-positions
+        self.index_limits = {name: tables[name].num_embeddings if name in tables else TABLE_SIZES[name]
+                             for name in ("paragraph", "sentence")}
+        self.index_limits["token"] = self.max_positions
         self.register_buffer("_float_tensor", torch.tensor([0], dtype=torch.float), persistent=False)
 
     @property
@@ -62,12 +63,12 @@ class ClozeTwoTowerHubInterface(nn.Module):
         """Each token of ``text`` with its cloze log-probability (natural log)
         given every other token of the text."""
         encoded = self.encode(text, input_format)
-        network = self.model.network
-        saved, network.combination_mask = network.combination_mask, "full"
+        saved = self.model.combination_mask
+        self.model.set_combination_mask("full")
         try:
             features = self.model(**encoded)["cloze"]
         finally:
-            network.combination_mask = saved
+            self.model.set_combination_mask(saved)
         src = encoded["src_tokens"]
         scores = self.model.log_probs(features, src)[0, 1:-1]
         return [(self.dictionary[int(t)], float(s)) for t, s in zip(src[0, 1:-1], scores)]

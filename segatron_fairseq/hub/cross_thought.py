@@ -51,7 +51,7 @@ class CrossThoughtHubInterface(nn.Module):
             tokens = torch.full((len(chunk), 1, max(len(c) for c in chunk)), pad, dtype=torch.long)
             for b, ids in enumerate(chunk):
                 tokens[b, 0, : len(ids)] = torch.tensor(ids)
-            _, _, embeddings = self.model.encoder.encode_sequences(tokens.to(self.device), specials_only=True)
+            embeddings = self.model.sequence_embeddings(tokens.to(self.device))
             out.append(embeddings[:, 0].float().cpu())
         if not out:
             raise ValueError("no texts to encode")
@@ -63,7 +63,7 @@ class CrossThoughtHubInterface(nn.Module):
         candidates (C, N, d) -> (C,) or (Q, C)."""
         single = question.dim() == 2
         dtype = next(self.model.parameters()).dtype
-        scores = self.model.encoder.rank(question.reshape(-1, *candidates.shape[1:]).to(self.device, dtype),
+        scores = self.model.rank(question.reshape(-1, *candidates.shape[1:]).to(self.device, dtype),
                                          candidates.to(self.device, dtype)).float().cpu()
         return scores[0] if single else scores
 

@@ -34,7 +34,8 @@ class SegaBERTHubInterface(nn.Module):
         self.dictionary = task.source_dictionary
         self.text_encoder = TextEncoder(corpus, self.dictionary, keep=(MASK_SYMBOL,))
         self.max_positions = model.max_positions()
-        self.table_sizes = {name: getattr(model.args, f"max_{name}_index", size)
+        tables = model.index_tables()  # none in BERT, which reads no index
+        self.table_sizes = {name: tables[name].num_embeddings if name in tables else size
                             for name, size in TABLE_SIZES.items()}
         self.register_buffer("_float_tensor", torch.tensor([0], dtype=torch.float), persistent=False)
 
@@ -85,7 +86,7 @@ class SegaBERTHubInterface(nn.Module):
         ``"lives <mask> the fjord"`` -> (``"lives in the fjord"``, 0.31, ``"\u2581in"``)."""
         if masked_text.count(MASK_SYMBOL) != 1:
             raise ValueError(f"fill_mask needs exactly one {MASK_SYMBOL} in the text")
-        if getattr(self.model.encoder, "lm_head", None) is None:
+        if not self.model.has_masked_lm_head():
             raise ValueError("fill_mask needs a masked-LM head, and this model has none (an ELECTRA checkpoint is "
                              "served as its discriminator: use extract_features or a classification head)")
         encoded = self.encode(masked_text)
@@ -100,8 +101,7 @@ class SegaBERTHubInterface(nn.Module):
     @torch.no_grad()
     def predict(self, head: str, encoded: Dict[str, torch.Tensor], return_logits: bool = False) -> torch.Tensor:
         """(1, C) log-probabilities (or logits) of classification head ``head``."""
-        if head not in self.model.classification_heads:
-            raise KeyError(f"the model has no classification head {head!r}; it has "
-                           f"{sorted(self.model.classification_heads)}")
+        if head not in self.model.head_names():
+            raise KeyError(f"the model has no classification head {head!r}; it has {self.model.head_names()}")
         logits, _ = self.model(**encoded, features_only=True, classification_head_name=head)
         return logits if return_logits else logits.float().log_softmax(dim=-1)

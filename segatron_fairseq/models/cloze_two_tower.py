@@ -40,7 +40,7 @@ concatenated, scaled by 16, dropout, a linear layer initialised to zero;
 ``register_task_head`` takes the token-labelling heads. A pre-trained
 checkpoint loads into a model whose dictionary has the fine-tuning symbols
 appended (``<sep>``, ``<mask>``): their rows come from the model's own
-initialisation (``models.finetuning_restore``).
+initialisation (``models.vocabulary_rows``).
 """
 import logging
 import math
@@ -61,7 +61,9 @@ from torch import nn
 from segatron_fairseq.hub.checkpoints import DEFAULT_CHECKPOINT, load_pretrained
 from segatron_fairseq.hub.cloze_two_tower import ClozeTwoTowerHubInterface
 from segatron_fairseq.models.architecture_defaults import register_architecture, set_defaults
-from segatron_fairseq.models.finetuning_restore import append_vocabulary_rows, appended_symbols, restore_heads
+from segatron_fairseq.models.encoder_interface import EncoderInterface
+from segatron_fairseq.models.task_heads import TaskHeads
+from segatron_fairseq.models.vocabulary_rows import append_vocabulary_rows, appended_symbols
 from segatron_fairseq.modules import add_index_embeddings
 from segatron_fairseq.modules.backward_tower_indexes import backward_tower_indexes
 from segatron_fairseq.modules.cloze_combination import (
@@ -356,9 +358,12 @@ class ClozeClassificationHead(nn.Module):
 
 
 @register_model("cloze_two_tower", dataclass=ClozeTwoTowerConfig)
-class ClozeTwoTowerModel(BaseFairseqModel):
+class ClozeTwoTowerModel(EncoderInterface, BaseFairseqModel):
     """The cloze two-tower model as a fairseq model (``ClozeTwoTower`` inside,
-    as ``self.network``)."""
+    as ``self.network``); every head (classification and task heads) in
+    ``classification_heads``, a ``TaskHeads``."""
+
+    WORD_TABLE_KEY = "network.embed_tokens.weight"  # none with the char-CNN
 
     input_end_symbol = "<s>"  # what closes its inputs (pre-training blocks are <s> ... <s>; token_labelling reads it)
     indexes_from_input_start = True  # its inputs count their indexes from their first token, as its blocks do
@@ -370,7 +375,7 @@ class ClozeTwoTowerModel(BaseFairseqModel):
         self.network = network
         self.separator = separator  # the index of <sep> (pairs of texts), None without it
         self.appended = appended  # the dictionary's fine-tuning symbols, after the pre-training ones
-        self.classification_heads = nn.ModuleDict()
+        self.classification_heads = TaskHeads()
 
     @classmethod
     def build_model(cls, cfg: ClozeTwoTowerConfig, task):
@@ -396,6 +401,11 @@ class ClozeTwoTowerModel(BaseFairseqModel):
     def log_probs(self, features: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         return self.network.log_probs(features, target)
 
+    @property
+    def combination_mask(self) -> str:
+        """``full`` (pre-training) or ``none`` (fine-tuning)."""
+        return self.network.combination_mask
+
     def set_combination_mask(self, mode: str) -> None:
         """``full`` (pre-training) or ``none`` (fine-tuning)."""
         if mode not in COMBINATION_MASKS:
@@ -411,13 +421,20 @@ class ClozeTwoTowerModel(BaseFairseqModel):
 
     def token_features(self, src_tokens, paragraph_index=None, sentence_index=None, token_index=None, **unused):
         """(B, T, d) the combination's output with nothing masked: what every
-        fine-tuning head reads (``models/token_heads.py``, ``ClozeClassificationHead``)."""
+        fine-tuning head reads (``models/token_label_heads.py``, ``ClozeClassificationHead``)."""
         return self.network.unmasked_cloze(src_tokens, paragraph_index=paragraph_index,
                                            sentence_index=sentence_index, token_index=token_index)
 
-    def register_task_head(self, name: str, head: nn.Module) -> None:
-        """A token-labelling head, saved with the classification heads."""
-        self.classification_heads[name] = head
+    def task_head_container(self) -> TaskHeads:
+        return self.classification_heads
+
+    def index_tables(self) -> Dict[str, nn.Embedding]:
+        return dict(self.network.segment_embeddings)
+
+    def word_embeddings(self) -> nn.Embedding:
+        if not isinstance(self.network.embed_tokens, nn.Embedding):
+            raise self._not_given("word embedding table (--input-embedder char-cnn)")
+        return self.network.embed_tokens
 
     def register_classification_head(self, name: str, num_classes: int, boundaries: int = 2, **unused) -> None:
         """The paper's GLUE head ``name``: ``boundaries`` 2 for one text
@@ -444,9 +461,8 @@ class ClozeTwoTowerModel(BaseFairseqModel):
         super().upgrade_state_dict_named(state_dict, name)
         self._upgrade_for_finetuning(state_dict, name)
 
-    def _vocabulary_tables(self) -> Dict[str, torch.Tensor]:
-        """This model's tensors with a row per dictionary symbol, by state-dict
-        key: the token table (not the char-CNN's, which has none) and the
+    def vocabulary_tables(self) -> Dict[str, torch.Tensor]:
+        """The token table (not the char-CNN's, which has none) and the
         adaptive softmax's last band."""
         tables = {}
         if isinstance(self.network.embed_tokens, nn.Embedding):
@@ -457,10 +473,10 @@ class ClozeTwoTowerModel(BaseFairseqModel):
         return tables
 
     def _upgrade_for_finetuning(self, state_dict, name) -> None:
-        """The rows of the appended fine-tuning symbols and the heads (``models.finetuning_restore``)."""
+        """The rows of the appended fine-tuning symbols (``models.vocabulary_rows``) and the heads."""
         prefix = name + "." if name else ""
-        append_vocabulary_rows(state_dict, prefix, self._vocabulary_tables(), self.appended, "cloze_two_tower")
-        restore_heads(state_dict, prefix, self.classification_heads)
+        append_vocabulary_rows(state_dict, prefix, self.vocabulary_tables(), self.appended, "cloze_two_tower")
+        self.classification_heads.restore(state_dict, prefix + "classification_heads.")
 
     @classmethod
     def from_pretrained(cls, model_name_or_path: str, checkpoint_file: str = DEFAULT_CHECKPOINT,

@@ -15,6 +15,8 @@ sequence again (Eq. 8) and the tied LM head predicts masked words (Eq. 9).
 heads and special indexes, ``sequence_embeddings`` and ``cross_states``
 (B, M, N, d).
 """
+from typing import List, Tuple
+
 import torch
 from fairseq.models import register_model, register_model_architecture
 from fairseq.models.roberta.model import RobertaEncoder, RobertaModel, base_architecture
@@ -25,6 +27,8 @@ from torch.utils.checkpoint import checkpoint
 from segatron_fairseq.hub.checkpoints import DEFAULT_CHECKPOINT, load_pretrained
 from segatron_fairseq.hub.cross_thought import CrossThoughtHubInterface
 from segatron_fairseq.models.architecture_defaults import TINY_ENCODER, set_defaults
+from segatron_fairseq.models.encoder_interface import EncoderInterface
+from segatron_fairseq.models.task_heads import TaskHeads
 from segatron_fairseq.modules import CrossSequenceLayer
 
 
@@ -210,11 +214,17 @@ class CrossThoughtEncoder(RobertaEncoder):
 
 
 @register_model("cross_thought")
-class CrossThoughtModel(RobertaModel):
+class CrossThoughtModel(EncoderInterface, RobertaModel):
+    """``CrossThoughtEncoder`` as a fairseq model; its pair classifiers in
+    RoBERTa's ``classification_heads``, any other head in ``task_heads``."""
+
+    WORD_TABLE_KEY = "encoder.sentence_encoder.embed_tokens.weight"
+
     def __init__(self, args, encoder):
         super().__init__(args, encoder)  # BERT's initialisation of every module
         if args.init_std != BERT_INIT_STD:
             scale_initial_weights(self, args.init_std)
+        self.task_heads = TaskHeads()
 
     @staticmethod
     def add_args(parser):
@@ -267,6 +277,45 @@ class CrossThoughtModel(RobertaModel):
             _, extra = self.encoder(src_tokens, cross_only=True, **kwargs)
             return self.classification_heads[classification_head_name](extra["cross_states"]), extra
         return self.encoder(src_tokens, features_only, return_all_hiddens, **kwargs)
+
+    def token_features(self, src_tokens, **net_input):
+        """(B, M, L) short sequences -> (B, M, L, d) their words after the final layer (Eq. 8)."""
+        features, _ = self.encoder(src_tokens, features_only=True)
+        return features
+
+    @property
+    def token_feature_dim(self) -> int:
+        return self.args.encoder_embed_dim
+
+    def word_embeddings(self) -> nn.Embedding:
+        return self.encoder.sentence_encoder.embed_tokens
+
+    def task_head_container(self) -> TaskHeads:
+        return self.task_heads
+
+    def classification_head_names(self) -> List[str]:
+        return list(self.classification_heads)
+
+    def _classification_head(self, name: str) -> nn.Module:
+        return self.classification_heads[name]
+
+    def special_tokens(self) -> Tuple[int, bool]:
+        """N special tokens per sequence, and whether one embedding serves them all."""
+        return self.args.num_special_tokens, self.args.shared_special_embedding
+
+    def sequence_embeddings(self, src_tokens: torch.Tensor) -> torch.Tensor:
+        """(B, M, L) word ids -> (B, M, N, d) each sequence's special-token states E (Eq. 1-2)."""
+        _, _, embeddings = self.encoder.encode_sequences(src_tokens, specials_only=True)
+        return embeddings
+
+    def rank(self, question_embeddings: torch.Tensor, candidate_embeddings: torch.Tensor) -> torch.Tensor:
+        """(Q, N, d), (C, N, d) embeddings -> (Q, C) alpha of Eq. 7 (``CrossThoughtEncoder.rank``)."""
+        return self.encoder.rank(question_embeddings, candidate_embeddings)
+
+    def upgrade_state_dict_named(self, state_dict, name):
+        """RoBERTa's upgrade, then ``TaskHeads.restore`` of the task heads."""
+        super().upgrade_state_dict_named(state_dict, name)
+        self.task_heads.restore(state_dict, (name + "." if name else "") + "task_heads.")
 
     def max_positions(self):
         """The longest short sequence, in words: --max-positions minus the N

@@ -10,8 +10,9 @@ BERT-sized architectures), ``token_type`` (B, T; all 0 when absent). With
 positions and no index tables (architectures ``segabert_bert_*``: fairseq
 itself registers ``bert_base``/``bert_large`` for its legacy masked_lm model).
 """
-import logging
+from typing import Dict, List
 
+import torch
 from fairseq.models import register_model
 from fairseq.models.roberta.model import (
     RobertaEncoder,
@@ -26,6 +27,8 @@ from torch import nn
 from segatron_fairseq.hub.checkpoints import DEFAULT_CHECKPOINT, load_pretrained
 from segatron_fairseq.hub.segabert import SegaBERTHubInterface
 from segatron_fairseq.models.architecture_defaults import TINY_ENCODER, register_architecture, set_defaults
+from segatron_fairseq.models.encoder_interface import EncoderInterface
+from segatron_fairseq.models.task_heads import TaskHeads
 from segatron_fairseq.modules import (
     FactorizedLMHead,
     FactorizedTransformerEncoder,
@@ -34,8 +37,6 @@ from segatron_fairseq.modules import (
 )
 from segatron_fairseq.modules.shared_layers import SHARING
 from segatron_fairseq.segments import TABLE_SIZES
-
-logger = logging.getLogger(__name__)
 
 
 class SegaBERTEncoder(RobertaEncoder):
@@ -120,7 +121,16 @@ class SegaBERTEncoder(RobertaEncoder):
 
 
 @register_model("segabert")
-class SegaBERTModel(RobertaModel):
+class SegaBERTModel(EncoderInterface, RobertaModel):
+    """RoBERTa with ``SegaBERTEncoder``; RoBERTa's dense classification heads
+    in ``classification_heads``, every other head in ``task_heads``."""
+
+    WORD_TABLE_KEY = "encoder.sentence_encoder.embed_tokens.weight"
+
+    def __init__(self, args, encoder):
+        super().__init__(args, encoder)
+        self.task_heads = TaskHeads()
+
     @staticmethod
     def add_args(parser):
         RobertaModel.add_args(parser)
@@ -156,47 +166,63 @@ class SegaBERTModel(RobertaModel):
         loaded = load_pretrained("segabert", model_name_or_path, checkpoint_file, data_name_or_path, overrides)
         return SegaBERTHubInterface(loaded.cfg, loaded.task, loaded.model, loaded.corpus)
 
+    def forward(self, src_tokens, features_only=False, return_all_hiddens=False, classification_head_name=None,
+                **kwargs):
+        """RoBERTa's forward, where ``classification_head_name`` may also name a
+        task head over every position (an answer-span head: (B, T, 2))."""
+        if classification_head_name in self.task_heads:
+            x, extra = self.encoder(src_tokens, True, return_all_hiddens, **kwargs)
+            return self.task_heads[classification_head_name](x), extra
+        return super().forward(src_tokens, features_only, return_all_hiddens, classification_head_name, **kwargs)
+
+    def token_features(self, src_tokens, **net_input):
+        """(B, T, d) last layer at every position: what the task heads read."""
+        features, _ = self.encoder(src_tokens, features_only=True, **net_input)
+        return features
+
     @property
     def token_feature_dim(self) -> int:
         return self.args.encoder_embed_dim
 
-    def token_features(self, src_tokens, **net_input):
-        """(B, T, d) last layer at every position: what the token-labelling
-        heads read (``models/token_heads.py``)."""
-        features, _ = self.encoder(src_tokens, features_only=True, **net_input)
-        return features
+    def index_tables(self) -> Dict[str, nn.Embedding]:
+        return dict(self.encoder.segment_embeddings)
 
-    def register_task_head(self, name: str, head: nn.Module) -> None:
-        """A head of ``task_heads`` (span, siamese), saved with the classification heads."""
-        self.classification_heads[name] = head
+    def word_embeddings(self) -> nn.Embedding:
+        return self.encoder.sentence_encoder.embed_tokens
+
+    @property
+    def layer_norm_eps(self) -> float:
+        return safe_getattr(self.args, "layer_norm_eps", None) or 1e-5
+
+    def has_masked_lm_head(self) -> bool:
+        """False for ELECTRA's discriminator."""
+        return self.encoder.lm_head is not None
+
+    def masked_lm_logits(self, features: torch.Tensor, masked_tokens: torch.Tensor) -> torch.Tensor:
+        """(B, T, d) features -> (M, V) logits at the (B, T) ``masked_tokens`` (the encoder's output layer)."""
+        return self.encoder.output_layer(features, masked_tokens=masked_tokens)
+
+    def task_head_container(self) -> TaskHeads:
+        return self.task_heads
+
+    def classification_head_names(self) -> List[str]:
+        return list(self.classification_heads)
+
+    def _classification_head(self, name: str) -> nn.Module:
+        return self.classification_heads[name]
 
     def upgrade_state_dict_named(self, state_dict, name):
-        """RoBERTa's upgrade, except for heads without its ``dense`` layer
-        (``task_heads``): a checkpoint's weights of such a head are kept when
-        this model has the same head, the model's own fill in for a head the
-        checkpoint lacks (fine-tuning from a pre-trained model), and the rest
-        are left out."""
-        heads = (name + "." if name else "") + "classification_heads."
-
-        def head_of(key):
-            return key[len(heads):].split(".")[0]
-
-        saved = {head_of(k) for k in state_dict if k.startswith(heads)}
-        saved = {h for h in saved if heads + h + ".dense.weight" not in state_dict}
-        aside = {k: state_dict.pop(k) for k in list(state_dict) if k.startswith(heads) and head_of(k) in saved}
-        ours = {h: self.classification_heads.pop(h) for h in list(self.classification_heads)
-                if not hasattr(self.classification_heads[h], "dense")}
-        try:
-            super().upgrade_state_dict_named(state_dict, name)
-        finally:
-            self.classification_heads.update(ours)
-        for head_name, head in ours.items():
-            for local, value in head.state_dict().items():
-                key = heads + head_name + "." + local
-                kept = aside.pop(key, None)
-                state_dict[key] = kept if kept is not None and kept.shape == value.shape else value
-        for key in aside:
-            logger.warning(f"leaving out {key} of the checkpoint: this model has no such head of that shape")
+        """RoBERTa's upgrade of its classification heads, then ``TaskHeads.restore``
+        of the task heads. A checkpoint from before 0.3.0 kept the task heads
+        (those without RoBERTa's ``dense`` layer) in ``classification_heads``:
+        they move to ``task_heads`` first."""
+        prefix = name + "." if name else ""
+        roberta_heads = prefix + "classification_heads."
+        saved = {key[len(roberta_heads):].split(".")[0] for key in state_dict if key.startswith(roberta_heads)}
+        TaskHeads.move_heads(state_dict, roberta_heads, prefix + "task_heads.",
+                             [head for head in saved if roberta_heads + head + ".dense.weight" not in state_dict])
+        super().upgrade_state_dict_named(state_dict, name)
+        self.task_heads.restore(state_dict, prefix + "task_heads.")
 
     @classmethod
     def build_model(cls, args, task):

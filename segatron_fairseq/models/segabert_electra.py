@@ -170,6 +170,11 @@ class SegaBERTElectraModel(SegaBERTModel):
         generator = build_generator(args, task.source_dictionary, discriminator) if pretraining else None
         return cls(args, discriminator, generator)
 
+    def has_generator(self) -> bool:
+        """Whether this model was built for pre-training (with the generator
+        and the replaced-token head) rather than for fine-tuning."""
+        return self.generator is not None
+
     def generate(self, src_tokens, masked_tokens, **indexes) -> torch.Tensor:
         """The generator's (M, V) logits at the ``masked_tokens`` (B, T) of
         ``src_tokens`` (with the indexes of ``SegaBERTEncoder.forward``)."""

@@ -1,70 +1,42 @@
-"""Heads that are not RoBERTa's [CLS] classifier or LM head, kept in the
-model's ``classification_heads`` (so checkpoints save and load them):
+"""The container of an encoder's task heads: the heads a task adds on top of
+the encoder (answer spans, sentence pairs, span boundaries, token labels),
+saved with the model under the container's name::
 
-- ``SpanHead``: start and end logits of every token (BERT's reading-comprehension head),
-  (B, T, d) -> (B, T, 2).
-- ``SiameseHead``: Sentence-BERT's classifier over pooled u, v (B, d) each ->
-  softmax logits of concat(u, v, |u - v|), (B, C).
-- ``SpanBoundaryHead``: SpanBERT's span boundary objective (pre-training, task
-  option ``--span-boundary-objective``), (N, d) boundary states x 2 and (N,)
-  offsets -> (N, V) word logits.
+    model.register_task_head("squad", SpanHead(d))    # task_heads.squad.out_proj.{weight,bias}
 
-They have no ``dense`` layer; ``SegaBERTModel`` upgrades their state dict keys
-itself (RoBERTa's upgrade expects ``dense``).
+``restore`` is the one routine that brings a checkpoint's heads into a model
+(from ``upgrade_state_dict_named``): a checkpoint's head is kept when this
+model has it at the same shape, this model's own fill in for a head the
+checkpoint lacks (fine-tuning from a pre-trained checkpoint), the rest are
+left out with a warning. ``move_heads`` renames a head's keys saved under
+another prefix (SegaBERT's before 0.3.0: RoBERTa's ``classification_heads``).
 """
+import logging
+from typing import Dict, Iterable
+
 import torch
-import torch.nn.functional as F
-from fairseq.modules.transformer_sentence_encoder import init_bert_params
 from torch import nn
 
-from segatron_fairseq.data.span_masking import MAX_SPAN_TARGETS
+logger = logging.getLogger(__name__)
 
 
-class SpanHead(nn.Module):
-    def __init__(self, input_dim: int):
-        super().__init__()
-        self.out_proj = nn.Linear(input_dim, 2)
+class TaskHeads(nn.ModuleDict):
+    def restore(self, state_dict: Dict[str, torch.Tensor], prefix: str) -> None:
+        """Bring ``state_dict``'s heads (keys ``prefix + name + "."``) to this container's heads."""
+        ours = {prefix + key: value for key, value in self.state_dict().items()}
+        for key in [key for key in state_dict if key.startswith(prefix)]:
+            if key not in ours or state_dict[key].shape != ours[key].shape:
+                logger.warning(f"leaving out {key} of the checkpoint: this model has no such head of that shape")
+                del state_dict[key]
+        for key, value in ours.items():
+            state_dict.setdefault(key, value)
 
-    def forward(self, features: torch.Tensor) -> torch.Tensor:
-        return self.out_proj(features)
-
-
-class SiameseHead(nn.Module):
-    def __init__(self, input_dim: int, num_classes: int):
-        super().__init__()
-        self.out_proj = nn.Linear(3 * input_dim, num_classes)
-
-    def forward(self, u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-        return self.out_proj(torch.cat([u, v, (u - v).abs()], dim=-1))
-
-
-class SpanBoundaryHead(nn.Module):
-    """SpanBERT's span boundary objective: a masked token x_i of span s..e is
-    predicted from its span's outer boundary states x_{s-1}, x_{e+1} and a
-    learned embedding p_i of its offset i - s (``MAX_SPAN_TARGETS`` offsets,
-    200 wide, as SpanBERT's code):
-    h = LN(GeLU(W1 [x_{s-1}; x_{e+1}; p_i])), y = LN(GeLU(W2 h)) (d -> d -> E),
-    logits = y E_word^T + b, with the encoder's word embeddings E_word (V, E)
-    given at each call (tied; E is the embedding width, d the hidden size)."""
-
-    OFFSET_DIM = 200
-
-    def __init__(self, hidden_dim: int, embed_dim: int, vocab_size: int, layer_norm_eps: float = 1e-5):
-        super().__init__()
-        self.offset_embeddings = nn.Embedding(MAX_SPAN_TARGETS, self.OFFSET_DIM)
-        self.hidden = nn.Linear(2 * hidden_dim + self.OFFSET_DIM, hidden_dim)
-        self.hidden_norm = nn.LayerNorm(hidden_dim, eps=layer_norm_eps)
-        self.output = nn.Linear(hidden_dim, embed_dim)
-        self.output_norm = nn.LayerNorm(embed_dim, eps=layer_norm_eps)
-        self.bias = nn.Parameter(torch.zeros(vocab_size))
-        self.apply(init_bert_params)
-
-    def forward(self, left: torch.Tensor, right: torch.Tensor, offsets: torch.Tensor,
-                word_embeddings: torch.Tensor) -> torch.Tensor:
-        x = torch.cat([left, right, self.offset_embeddings(offsets)], dim=-1)
-        x = self.hidden_norm(F.gelu(self.hidden(x)))
-        x = self.output_norm(F.gelu(self.output(x)))
-        return F.linear(x, word_embeddings, self.bias)
+    @staticmethod
+    def move_heads(state_dict: Dict[str, torch.Tensor], source: str, target: str, names: Iterable[str]) -> None:
+        """Each key ``source + name + "." + rest`` of the heads ``names`` becomes ``target + name + "." + rest``."""
+        starts = tuple(source + name + "." for name in names)
+        for key in [key for key in state_dict if key.startswith(starts)]:
+            state_dict[target + key[len(source):]] = state_dict.pop(key)
 
 
-HEAD_TYPES = {"span": SpanHead, "siamese": SiameseHead}
+__all__ = ["TaskHeads"]

@@ -49,7 +49,9 @@ from fairseq.models.roberta.model import RobertaClassificationHead
 from torch import Tensor, nn
 
 from segatron_fairseq.models.architecture_defaults import register_architecture, set_defaults
-from segatron_fairseq.models.finetuning_restore import append_vocabulary_rows, appended_symbols, restore_heads
+from segatron_fairseq.models.encoder_interface import EncoderInterface
+from segatron_fairseq.models.task_heads import TaskHeads
+from segatron_fairseq.models.vocabulary_rows import append_vocabulary_rows, appended_symbols
 from segatron_fairseq.modules import ORIGINS, RelativeSegments, XLNetLayer, segment_part_dims
 from segatron_fairseq.modules.index_boundaries import index_boundaries
 from segatron_fairseq.modules.segatron_xl_stack import segment_starts, window_distances
@@ -98,8 +100,11 @@ class XLNetConfig(FairseqDataclass):
 
 
 @register_model("xlnet", dataclass=XLNetConfig)
-class XLNetModel(BaseFairseqModel):
-    """XLNet's permutation language model with relative positions of ``--positions``."""
+class XLNetModel(EncoderInterface, BaseFairseqModel):
+    """XLNet's permutation language model with relative positions of ``--positions``;
+    every head (classification and task heads) in ``classification_heads``, a ``TaskHeads``."""
+
+    WORD_TABLE_KEY = "embed_tokens.weight"
 
     def __init__(self, cfg: XLNetConfig, dictionary):
         super().__init__()
@@ -125,7 +130,7 @@ class XLNetModel(BaseFairseqModel):
         self.output_bias = nn.Parameter(torch.zeros(len(dictionary)))  # the tied LM head's bias
         self.register_buffer("relative_positions", torch.tensor(self.position_kind()))
         self.appended = appended_symbols(dictionary)  # fine-tuning symbols after the pre-training ones
-        self.classification_heads = nn.ModuleDict()
+        self.classification_heads = TaskHeads()
         self._memory = SegmentMemory("XLNet")
         self._init_weights()
 
@@ -327,16 +332,21 @@ class XLNetModel(BaseFairseqModel):
         d = self.cfg.encoder_embed_dim
         self.classification_heads[name] = RobertaClassificationHead(d, d, num_classes, "tanh", self.cfg.dropout)
 
-    def register_task_head(self, name: str, head: nn.Module) -> None:
-        """A head over every token's features (span, token labelling), saved with the classification heads."""
-        self.classification_heads[name] = head
+    def task_head_container(self) -> TaskHeads:
+        return self.classification_heads
+
+    def word_embeddings(self) -> nn.Embedding:
+        return self.embed_tokens
+
+    def vocabulary_tables(self) -> Dict[str, Tensor]:
+        return {"embed_tokens.weight": self.embed_tokens.weight, "output_bias": self.output_bias}
 
     def upgrade_state_dict_named(self, state_dict, name):
         """A checkpoint trained with other relative positions than this
         model's is refused (the weights would load: only the split of R
         differs); one from before ``relative_positions`` was saved is taken as
         this model's. A pre-training checkpoint loads into a fine-tuning model
-        (``models.finetuning_restore``: the rows of ``<mask>``, the heads)."""
+        (``models.vocabulary_rows``: the rows of ``<mask>``; ``TaskHeads.restore``: the heads)."""
         super().upgrade_state_dict_named(state_dict, name)
         prefix = name + "." if name else ""
         key = prefix + "relative_positions"
@@ -347,9 +357,8 @@ class XLNetModel(BaseFairseqModel):
             raise ValueError(f"an XLNet checkpoint trained with relative positions {trained!r} "
                              f"(--positions, --segment-distance-origin); this model has {ours!r}: give the "
                              f"checkpoint's")
-        tables = {"embed_tokens.weight": self.embed_tokens.weight, "output_bias": self.output_bias}
-        append_vocabulary_rows(state_dict, prefix, tables, self.appended, "xlnet")
-        restore_heads(state_dict, prefix, self.classification_heads)
+        append_vocabulary_rows(state_dict, prefix, self.vocabulary_tables(), self.appended, "xlnet")
+        self.classification_heads.restore(state_dict, prefix + "classification_heads.")
 
 
 def _apply(cfg, preset: str) -> None:

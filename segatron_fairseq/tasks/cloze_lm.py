@@ -25,6 +25,7 @@ from fairseq.tasks import register_task
 from omegaconf import II
 
 from segatron_fairseq.data import ClozeBlockDataset, FieldDataset
+from segatron_fairseq.models.encoder_interface import EncoderInterface
 from segatron_fairseq.segments import TABLE_SIZES
 from segatron_fairseq.tasks.single_dictionary_task import (
     SingleDictionaryTask,
@@ -65,11 +66,11 @@ class ClozeLMTask(SingleDictionaryTask):
 
     def build_model(self, cfg, from_checkpoint=False):
         model = super().build_model(cfg, from_checkpoint)
-        longest = model.max_positions() if hasattr(model, "max_positions") else None
+        longest = model.max_positions()
         if longest is not None and self.cfg.tokens_per_sample > longest:
             raise ValueError(f"--tokens-per-sample {self.cfg.tokens_per_sample} exceeds the model's longest input "
                              f"{longest} (--max-target-positions)")
-        tables = getattr(getattr(model, "network", None), "segment_embeddings", {})
+        tables = model.index_tables() if isinstance(model, EncoderInterface) else {}
         for name in tables:
             limit, rows = self.index_limits[name], tables[name].num_embeddings
             if rows < limit:

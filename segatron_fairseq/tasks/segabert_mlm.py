@@ -34,7 +34,8 @@ from segatron_fairseq.data import (
     SentenceOrderDataset,
     SumDataset,
 )
-from segatron_fairseq.models.task_heads import SpanBoundaryHead
+from segatron_fairseq.models.encoder_interface import EncoderInterface
+from segatron_fairseq.models.span_boundary_head import SpanBoundaryHead
 from segatron_fairseq.segments import MASK_SYMBOL, TABLE_SIZES
 from segatron_fairseq.tasks.masking import (
     MaskingConfig,
@@ -67,7 +68,7 @@ class SegaBERTMLMConfig(MaskingConfig):
                 "sentence_order head (criterion masked_lm_sop)"})
 
 
-SPAN_BOUNDARY_HEAD = "span_boundary"  # the head's name in the model's classification_heads
+SPAN_BOUNDARY_HEAD = "span_boundary"  # the head's name among the model's task heads
 
 
 @register_task("segabert_mlm", dataclass=SegaBERTMLMConfig)
@@ -96,21 +97,20 @@ class SegaBERTMLMTask(SingleDictionaryTask):
         if longest is not None and longest < self.cfg.tokens_per_sample:
             raise OptionValueError(f"--max-positions {longest}: less than --tokens-per-sample "
                                    f"{self.cfg.tokens_per_sample}; the model must read a whole example")
-        tables = getattr(getattr(model, "encoder", None), "segment_embeddings", {})
+        tables = model.index_tables() if isinstance(model, EncoderInterface) else {}
         for name, limit in self.index_limits.items():
-            table = tables[name] if name in tables else None
+            table = tables.get(name)
             if table is not None and table.num_embeddings < limit:
                 raise ValueError(f"the model's {name} table has {table.num_embeddings} rows but the task "
                                  f"allows indexes up to {limit - 1} (--max-{name}-index)")
         if self.cfg.sentence_order_prediction:
             register_sentence_order_head(model)
         if self.cfg.span_boundary_objective:
-            if not hasattr(model, "register_task_head"):
+            if not isinstance(model, EncoderInterface):
                 raise ValueError(f"--span-boundary-objective needs a segabert model, not {type(model).__name__}")
-            embed_tokens = model.encoder.sentence_encoder.embed_tokens
+            words = model.word_embeddings()
             model.register_task_head(SPAN_BOUNDARY_HEAD, SpanBoundaryHead(
-                model.args.encoder_embed_dim, embed_tokens.embedding_dim, embed_tokens.num_embeddings,
-                getattr(model.args, "layer_norm_eps", None) or 1e-5))
+                model.token_feature_dim, words.embedding_dim, words.num_embeddings, model.layer_norm_eps))
         return model
 
     def build_criterion(self, cfg):

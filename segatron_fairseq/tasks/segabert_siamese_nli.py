@@ -16,7 +16,7 @@ from fairseq.tasks import register_task
 
 from segatron_fairseq.data.siamese_pair_dataset import SiamesePairDataset
 from segatron_fairseq.evaluation.sentence_embeddings import POOLINGS
-from segatron_fairseq.models.task_heads import SiameseHead
+from segatron_fairseq.models.sentence_pair_head import SiameseHead
 from segatron_fairseq.tasks.segabert_sentence_prediction import (
     SegaBERTSentencePredictionConfig,
     SegaBERTSentencePredictionTask,
@@ -59,5 +59,5 @@ class SegaBERTSiameseNLITask(SegaBERTSentencePredictionTask):
         # the model without text_classification's [CLS] head: the siamese head instead
         model = super(TextClassificationTask, self).build_model(cfg, from_checkpoint)
         model.register_task_head(self.cfg.classification_head_name,
-                                 SiameseHead(model.args.encoder_embed_dim, self.num_classes))
+                                 SiameseHead(model.token_feature_dim, self.num_classes))
         return model

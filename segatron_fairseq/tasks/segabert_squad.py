@@ -20,7 +20,7 @@ from fairseq.tasks import register_task
 
 from segatron_fairseq.data.span_windows import ContextTokenizer, SpanWindowDataset, answer_tokens, question_windows
 from segatron_fairseq.data.squad_json import SquadQuestion, read_squad
-from segatron_fairseq.models.task_heads import SpanHead
+from segatron_fairseq.models.answer_span_head import SpanHead
 from segatron_fairseq.segments import TABLE_SIZES
 from segatron_fairseq.tasks.finetuning_task import FinetuningConfig, FinetuningTask
 

@@ -28,5 +28,5 @@ def sentence_order_fields(examples) -> Tuple[Dict, Dict]:
 
 def register_sentence_order_head(model) -> None:
     """Add the ``sentence_order`` head (2 classes) unless the model has it."""
-    if SENTENCE_ORDER_HEAD not in model.classification_heads:
+    if SENTENCE_ORDER_HEAD not in model.head_names():
         model.register_classification_head(SENTENCE_ORDER_HEAD, num_classes=2)

@@ -9,16 +9,16 @@ with the pre-training corpus's sub-words and labelled at its first sub-word;
 documents are packed into windows of ``--max-positions`` with their segment
 indexes (``data/token_windows.py``). The model gets a head
 (``--token-head``: ``linear`` or the cloze paper's ``bilstm_crf``,
-``models/token_heads.py``) named ``--classification-head-name``; its
+``models/token_label_heads.py``) named ``--classification-head-name``; its
 parameters carry ``param_group = "head"``, so fairseq's ``composite``
 optimizer trains them at their own learning rate (the yaml
 ``segabert_ner``). The criterion is ``token_labelling``: the head's loss
 per word, and at validation seqeval's span F1 over the whole set.
 ``segatron-predict ner`` writes a checkpoint's labels in CoNLL format.
 
-Any model with ``token_features`` / ``token_feature_dim`` and
-``register_task_head`` (as ``SegaBERTModel`` and ``ClozeTwoTowerModel``) can
-be fine-tuned here. A model whose inputs end with another symbol than
+Any model of ``models.encoder_interface`` that gives ``token_features`` (as
+``SegaBERTModel``, ``XLNetModel`` and ``ClozeTwoTowerModel``) can be
+fine-tuned here. A model whose inputs end with another symbol than
 ``</s>`` says so by its ``input_end_symbol`` (the cloze model: ``<s>``, as
 its pre-training blocks ``<s> ... <s>``); the windows end with it. One that
 counts its indexes from its input's first token says so by
@@ -34,7 +34,8 @@ from fairseq.tasks import register_task
 
 from segatron_fairseq.data.conll import ConllFile, read_conll
 from segatron_fairseq.data.token_windows import NO_LABEL, EncodedSentence, TokenWindowDataset, document_windows
-from segatron_fairseq.models.token_heads import TOKEN_HEADS, build_token_head
+from segatron_fairseq.models.encoder_interface import EncoderInterface
+from segatron_fairseq.models.token_label_heads import TOKEN_HEADS, build_token_head
 from segatron_fairseq.segments import TABLE_SIZES
 from segatron_fairseq.tasks.finetuning_task import FinetuningConfig, FinetuningTask
 
@@ -119,18 +120,16 @@ class TokenLabellingTask(FinetuningTask):
 
     def build_model(self, cfg, from_checkpoint=False):
         model = super().build_model(cfg, from_checkpoint)
-        missing = [name for name in ("token_features", "token_feature_dim", "register_task_head")
-                   if not hasattr(model, name)]
-        if missing:
+        if not isinstance(model, EncoderInterface):
             raise ValueError(f"--task token_labelling: the model {type(model).__name__} gives no per-token features "
-                             f"(it lacks {', '.join(missing)})")
+                             f"(it is no models.encoder_interface.EncoderInterface)")
         head = build_token_head(self.cfg.token_head, model.token_feature_dim, len(self.labels),
                                 self.cfg.head_dropout, self.cfg.head_projection_dim, self.cfg.head_lstm_dim)
         for parameter in head.parameters():
             parameter.param_group = HEAD_GROUP
         model.register_task_head(self.cfg.classification_head_name, head)
-        self.window_end = self.dictionary.index(getattr(model, "input_end_symbol", self.dictionary.eos_word))
-        self.indexes_from_window_start = getattr(model, "indexes_from_input_start", False)
+        self.window_end = self.dictionary.index(model.input_end_symbol)
+        self.indexes_from_window_start = model.indexes_from_input_start
         return model
 
     def label_names(self, indexes: List[int]) -> List[str]:

@@ -88,7 +88,7 @@ def test_objective_yamls_train_at_their_shapes(name, arch, criterion, settings, 
     assert state["optimizer_history"][-1]["num_updates"] == 1
     assert state["cfg"]["task"]["tokens_per_sample"] == 512 and state["cfg"]["criterion"]["_name"] == criterion
     if settings.get("task.span_boundary_objective"):
-        assert "classification_heads.span_boundary.bias" in state["model"]
+        assert "task_heads.span_boundary.bias" in state["model"]
         assert re.search(r"mlm_ppl=[0-9.]+, sbo_ppl=[0-9.]+", out)
 
 

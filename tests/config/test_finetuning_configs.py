@@ -85,7 +85,7 @@ def test_s_segabert_nli_yaml_trains_at_its_shapes(tmp_path):
     assert "Loaded checkpoint" in out and "done training" in out and "bsz=16," in out
     state = torch.load(tmp_path / "ckpt" / "checkpoint_last.pt", map_location="cpu", weights_only=False)
     assert state["cfg"]["task"]["pooling"] == "mean"
-    assert state["model"]["classification_heads.siamese_nli_head.out_proj.weight"].shape == (3, 3 * 32)
+    assert state["model"]["task_heads.siamese_nli_head.out_proj.weight"].shape == (3, 3 * 32)
 
 
 def _ner_file(path, rng, documents):
@@ -112,7 +112,7 @@ def test_ner_yaml_trains_at_its_shapes(tmp_path):
     assert re.search(r"valid on 'valid' subset .*\| f1 [0-9.]+", out), out[-2000:]
     state = torch.load(tmp_path / "ckpt" / "checkpoint_last.pt", map_location="cpu", weights_only=False)
     assert state["cfg"]["task"]["max_positions"] == 512 and state["cfg"]["task"]["token_head"] == "bilstm_crf"
-    assert state["model"]["classification_heads.token_labelling_head.crf.transitions"].shape == (9, 9)
+    assert state["model"]["task_heads.token_labelling_head.crf.transitions"].shape == (9, 9)
     groups = state["last_optimizer_state"]
     encoder_lr, head_lr = (groups[name]["param_groups"][0]["lr"] for name in ("default", "head"))
     assert head_lr == pytest.approx(100 * encoder_lr) and encoder_lr == pytest.approx(1e-5 * 2 / 140)

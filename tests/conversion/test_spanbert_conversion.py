@@ -69,7 +69,7 @@ def test_sbo_checkpoint_exports_without_its_head(segabert_corpus, tmp_path):
                   "--out", tmp_path / "hf")
     assert "classification heads span_boundary are not exported" in out
     hub = SegaBERTModel.from_pretrained(str(checkpoint.parent), checkpoint.name, str(segabert_corpus))
-    assert "span_boundary" in hub.model.classification_heads
+    assert "span_boundary" in hub.model.head_names()
     encoded = hub.encode("the crab lives near a reef", "it hides under ledge")
     exported = BertForMaskedLM.from_pretrained(tmp_path / "hf").eval()
     with torch.no_grad():

@@ -116,7 +116,7 @@ def test_char_cnn_models_get_the_row_of_their_adaptive_softmax():
 def test_token_heads_read_the_unmasked_features_at_the_words(kind):
     """What token_labelling's criterion does with the cloze model, in-process: each head's loss and labels from
     ``token_features`` (SegaBERT's net_input, token_type ignored) at the words' first sub-words."""
-    from segatron_fairseq.models.token_heads import build_token_head, word_features
+    from segatron_fairseq.models.token_label_heads import build_token_head, word_features
 
     net = model(MASK_SYMBOL)
     net.register_task_head("ner", build_token_head(kind, net.token_feature_dim, 5, 0.1, 8, 8))

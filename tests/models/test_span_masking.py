@@ -1,5 +1,5 @@
 """SpanBERT's span masking and our sentence spans (``data/span_masking.py``), and the span boundary head
-(``models/task_heads.py: SpanBoundaryHead``) against a by-hand computation."""
+(``models/span_boundary_head.py``) against a by-hand computation."""
 import math
 
 import numpy as np
@@ -15,7 +15,7 @@ from segatron_fairseq.data.span_masking import (
     span_length_probabilities,
     words_of,
 )
-from segatron_fairseq.models.task_heads import SpanBoundaryHead
+from segatron_fairseq.models.span_boundary_head import SpanBoundaryHead
 
 CHI2_9_DOF_AT_1E4 = 33.72  # the chi-square distribution's 1 - 1e-4 quantile at 9 degrees of freedom
 

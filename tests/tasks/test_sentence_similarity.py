@@ -140,7 +140,7 @@ def test_siamese_nli_fine_tuning_then_sts(segabert_corpus, segabert_checkpoint, 
                                "--log-format", "simple"])
     assert re.search(r"valid on 'valid' subset .*accuracy [0-9.]+", out)
     state = torch.load(tmp_path / "ft" / "checkpoint_last.pt", map_location="cpu", weights_only=False)
-    head = state["model"]["classification_heads.siamese_nli_head.out_proj.weight"]
+    head = state["model"]["task_heads.siamese_nli_head.out_proj.weight"]
     assert head.shape == (3, 3 * 64)  # (u, v, |u - v|) -> 3 labels
     _sts_file(tmp_path / "sts.txt", rng, 10)
     sts = run_cli("segatron-sts", "--checkpoint", tmp_path / "ft" / "checkpoint_last.pt", "--data", segabert_corpus,

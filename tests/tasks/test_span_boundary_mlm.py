@@ -50,7 +50,7 @@ def test_criterion_is_the_masked_lm_plus_the_boundary_loss_by_hand(segabert_corp
     target, pad = sample["target"], task.dictionary.pad()
     mlm, m = 0.0, 0
     sbo, n = 0.0, 0
-    head = model.classification_heads["span_boundary"]
+    head = model.task_head("span_boundary")
     words = model.encoder.sentence_encoder.embed_tokens.weight
     for b in range(target.size(0)):
         for t in range(target.size(1)):
@@ -127,7 +127,7 @@ def test_fairseq_train_with_the_span_boundary_objective(segabert_corpus, tmp_pat
     assert re.search(r"valid on 'valid' subset \| loss [0-9.]+ \| mlm_loss [0-9.]+ \| sbo_loss [0-9.]+ \| "
                      r"mlm_ppl [0-9.]+ \| sbo_ppl [0-9.]+", out), out[-2000:]
     state = torch.load(tmp_path / "checkpoint_last.pt", map_location="cpu", weights_only=False)
-    assert state["model"]["classification_heads.span_boundary.offset_embeddings.weight"].shape == (15, 200)
+    assert state["model"]["task_heads.span_boundary.offset_embeddings.weight"].shape == (15, 200)
     assert state["cfg"]["task"]["mask_span"] == mode and state["cfg"]["criterion"]["_name"] == "span_boundary_mlm"
 
 
@@ -168,7 +168,7 @@ def test_finetuning_and_predict_from_an_sbo_checkpoint(segabert_corpus, sbo_chec
                         criterion="sentence_prediction_metrics", save_dir=tmp_path / "ft",
                         extra=["--pretrain-data", segabert_corpus, "--glue-task", "SST-2", "--restore-file",
                                checkpoint, *RESET, "--batch-size", 8, "--max-update", 2, "--no-epoch-checkpoints"])
-    assert "leaving out classification_heads.span_boundary.offset_embeddings.weight" in out
+    assert "leaving out task_heads.span_boundary.offset_embeddings.weight" in out
     state = torch.load(tmp_path / "ft" / "checkpoint_last.pt", map_location="cpu", weights_only=False)
     assert not any("span_boundary" in key for key in state["model"])
     out = run_cli("segatron-predict", "glue", "--checkpoint", tmp_path / "ft" / "checkpoint_last.pt",

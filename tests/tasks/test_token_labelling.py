@@ -10,7 +10,7 @@ from conftest import fairseq_train, pretrained_kind, run_cli
 from segatron_fairseq.data.conll import conll_output, read_conll
 from segatron_fairseq.data.token_windows import NO_LABEL, EncodedSentence, TokenWindowDataset, document_windows
 from segatron_fairseq.evaluation.entity_f1 import entity_scores, sentences_of
-from segatron_fairseq.models.token_heads import TokenCRFHead, TokenLinearHead, word_features
+from segatron_fairseq.models.token_label_heads import TokenCRFHead, TokenLinearHead, word_features
 from segatron_fairseq.segments import TABLE_SIZES
 from segatron_fairseq.tasks.token_labelling import CONLL_2003_LABELS
 
@@ -133,7 +133,7 @@ def test_heads_score_each_window_alone_whatever_the_padding(head):
 def test_the_crf_sums_in_float_when_its_parameters_are_half():
     from torchcrf import CRF
 
-    from segatron_fairseq.models.token_heads import crf_log_likelihood
+    from segatron_fairseq.models.token_label_heads import crf_log_likelihood
 
     torch.manual_seed(0)
     half = CRF(5, batch_first=True)

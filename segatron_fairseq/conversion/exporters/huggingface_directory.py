@@ -120,8 +120,8 @@ def index_tokenizer_files(dictionary, text_encoder, layout: str, max_length: Opt
 
 
 def warn_about_heads(model) -> None:
-    """Fine-tuned classification heads have no place in the exported classes."""
-    heads = list(getattr(model, "classification_heads", {}) or {})
+    """Fine-tuned heads (``EncoderInterface.head_names``) have no place in the exported classes."""
+    heads = model.head_names()
     if heads:
         logger.warning(f"classification heads {', '.join(heads)} are not exported (the encoder and MLM head are)")
 

@@ -1,23 +1,22 @@
-"""A pre-trained checkpoint restored into a model built for fine-tuning.
+"""The vocabulary rows of a pre-trained checkpoint restored into a model
+built for fine-tuning.
 
 The fine-tuning tasks append symbols to the pre-training corpus's dictionary
 (``<mask>``, the cloze model's ``<sep>``), so the model they build has more
-rows in its vocabulary tables than a checkpoint of pre-training that did not
-know them (the cloze model's, XLNet's), and heads the checkpoint lacks:
+rows in its vocabulary tables (``EncoderInterface.vocabulary_tables``) than a
+checkpoint of pre-training that did not know them (the cloze model's, XLNet's):
 
-    checkpoint   embed_tokens (V, d)         no classification_heads
-    model        embed_tokens (V + 1, d)     classification_heads.glue.* (new)
-    restored     checkpoint's V rows + the model's own initialisation of row V;
-                 the model's own head
+    checkpoint   embed_tokens (V, d)
+    model        embed_tokens (V + 1, d)
+    restored     checkpoint's V rows + the model's own initialisation of row V
 
-Used by the models' ``upgrade_state_dict_named``.
+Used by the models' ``upgrade_state_dict_named`` (the heads: ``TaskHeads.restore``).
 """
 import logging
 from typing import Dict
 
 import torch
 from fairseq.data import Dictionary
-from torch import nn
 
 from segatron_fairseq.segments import MASK_SYMBOL, SEP_SYMBOL
 
@@ -55,17 +54,3 @@ def append_vocabulary_rows(state_dict: dict, prefix: str, tables: Dict[str, torc
         state_dict[key] = torch.cat([saved, table.detach()[saved.size(0):].to(saved)])
         logger.info(f"{local}: {table.size(0) - saved.size(0)} row(s) appended for the fine-tuning symbols, "
                     f"initialised as this model's")
-
-
-def restore_heads(state_dict: dict, prefix: str, heads: nn.ModuleDict) -> None:
-    """A checkpoint's head is kept when this model has it at the same shape,
-    this model's own fill in for a head the checkpoint lacks, the rest are left
-    out (with a warning)."""
-    heads_prefix = prefix + "classification_heads."
-    ours = {heads_prefix + key: value for key, value in heads.state_dict().items()}
-    for key in [key for key in state_dict if key.startswith(heads_prefix)]:
-        if key not in ours or state_dict[key].shape != ours[key].shape:
-            logger.warning(f"leaving out {key} of the checkpoint: this model has no such head of that shape")
-            del state_dict[key]
-    for key, value in ours.items():
-        state_dict.setdefault(key, value)

@@ -28,8 +28,9 @@ from typing import Any, Dict, Optional
 
 from fairseq import checkpoint_utils, tasks
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf, overwrite_args_by_name
-from fairseq.models import ARCH_MODEL_NAME_REGISTRY
+from fairseq.models import ARCH_MODEL_NAME_REGISTRY, MODEL_REGISTRY
 
+from segatron_fairseq.models.encoder_interface import EncoderInterface
 from segatron_fairseq.segments import MASK_SYMBOL, SEP_SYMBOL
 from segatron_preprocess.corpus_format import DICT_FILE
 
@@ -98,13 +99,16 @@ def read_checkpoint(path: str) -> Dict:
         raise ValueError(f"{path}: not a fairseq checkpoint (it has no {err})") from None
 
 
-def embedded_symbols(model_state: Dict) -> Optional[int]:
-    """Rows of a checkpoint's token embedding (an adaptive input's bands
-    together), or None when it has none of the plugin's."""
-    for key in ("encoder.sentence_encoder.embed_tokens.weight", "decoder.embed_tokens.weight",
-                "network.embed_tokens.weight", "embed_tokens.weight"):
-        if key in model_state:
-            return model_state[key].size(0)
+def embedded_symbols(model_name: str, model_state: Dict) -> Optional[int]:
+    """Rows of the token embedding of a checkpoint of the registered model
+    ``model_name``, or None when it has none: an encoder's class says
+    (``EncoderInterface.embedded_symbols``); for Segatron-XL, the decoder's
+    table (an adaptive input's bands together)."""
+    model_class = MODEL_REGISTRY.get(model_name)
+    if isinstance(model_class, type) and issubclass(model_class, EncoderInterface):
+        return model_class.embedded_symbols(model_state)
+    if "decoder.embed_tokens.weight" in model_state:
+        return model_state["decoder.embed_tokens.weight"].size(0)
     bands = [value.size(0) for key, value in model_state.items() if _ADAPTIVE_INPUT_BAND.fullmatch(key)]
     return sum(bands) if bands else None
 
@@ -139,7 +143,7 @@ def load_checkpoint(path: str, model: str, corpus: str, overrides: Optional[Dict
         task = tasks.TASK_REGISTRY[task_name].setup_task(tasks.TASK_DATACLASS_REGISTRY[task_name](data=corpus))
     else:
         task = tasks.setup_task(cfg.task)
-    rows, dictionary = embedded_symbols(state["model"]), task.source_dictionary
+    rows, dictionary = embedded_symbols(name, state["model"]), task.source_dictionary
     if rows is not None and rows != len(dictionary):
         appended = [symbol for symbol in (MASK_SYMBOL, SEP_SYMBOL) if symbol in dictionary.indices]
         with_appended = f" (with {', '.join(appended)})" if appended else ""

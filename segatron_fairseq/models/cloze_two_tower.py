@@ -58,8 +58,6 @@ from fairseq.modules import AdaptiveSoftmax, CharacterTokenEmbedder, FairseqDrop
 from fairseq.modules.transformer_layer import TransformerDecoderLayerBase
 from torch import nn
 
-from segatron_fairseq.hub.checkpoints import DEFAULT_CHECKPOINT, load_pretrained
-from segatron_fairseq.hub.cloze_two_tower import ClozeTwoTowerHubInterface
 from segatron_fairseq.models.architecture_defaults import register_architecture, set_defaults
 from segatron_fairseq.models.encoder_interface import EncoderInterface
 from segatron_fairseq.models.task_heads import TaskHeads
@@ -479,15 +477,17 @@ class ClozeTwoTowerModel(EncoderInterface, BaseFairseqModel):
         self.classification_heads.restore(state_dict, prefix + "classification_heads.")
 
     @classmethod
-    def from_pretrained(cls, model_name_or_path: str, checkpoint_file: str = DEFAULT_CHECKPOINT,
-                        data_name_or_path: str = ".", **overrides) -> ClozeTwoTowerHubInterface:
+    def from_pretrained(cls, model_name_or_path: str, checkpoint_file: Optional[str] = None,
+                        data_name_or_path: str = ".", **overrides):
         """A ``ClozeTwoTowerHubInterface`` (``encode``, ``token_log_probs``,
         ``pseudo_perplexity``) of the checkpoint ``model_name_or_path/checkpoint_file``;
         ``data_name_or_path`` is the segatron-preprocess directory it was
         trained on (relative to the model directory when it starts with '.';
         ``hub.checkpoints``: the checks and errors of every hub)."""
-        loaded = load_pretrained("cloze_two_tower", model_name_or_path, checkpoint_file, data_name_or_path, overrides)
-        return ClozeTwoTowerHubInterface(loaded.cfg, loaded.task, loaded.model, loaded.corpus)
+        from segatron_fairseq.hub.cloze_two_tower import ClozeTwoTowerHubInterface  # the hub sits above the models
+
+        return ClozeTwoTowerHubInterface.from_pretrained(model_name_or_path, checkpoint_file, data_name_or_path,
+                                                         overrides)
 
 
 def _apply(cfg, preset: str) -> None:

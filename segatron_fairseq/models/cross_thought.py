@@ -15,7 +15,7 @@ sequence again (Eq. 8) and the tied LM head predicts masked words (Eq. 9).
 heads and special indexes, ``sequence_embeddings`` and ``cross_states``
 (B, M, N, d).
 """
-from typing import List, Tuple
+from typing import List, Optional, Tuple
 
 import torch
 from fairseq.models import register_model, register_model_architecture
@@ -24,8 +24,6 @@ from fairseq.utils import safe_getattr
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from segatron_fairseq.hub.checkpoints import DEFAULT_CHECKPOINT, load_pretrained
-from segatron_fairseq.hub.cross_thought import CrossThoughtHubInterface
 from segatron_fairseq.models.architecture_defaults import TINY_ENCODER, set_defaults
 from segatron_fairseq.models.encoder_interface import EncoderInterface
 from segatron_fairseq.models.task_heads import TaskHeads
@@ -251,15 +249,17 @@ class CrossThoughtModel(EncoderInterface, RobertaModel):
                             help="pair classifier input: flattened 2N cross states (paper) or their mean")
 
     @classmethod
-    def from_pretrained(cls, model_name_or_path: str, checkpoint_file: str = DEFAULT_CHECKPOINT,
-                        data_name_or_path: str = ".", **overrides) -> CrossThoughtHubInterface:
+    def from_pretrained(cls, model_name_or_path: str, checkpoint_file: Optional[str] = None,
+                        data_name_or_path: str = ".", **overrides):
         """A ``CrossThoughtHubInterface`` (``encode``, ``rank``) for the
         checkpoint ``model_name_or_path/checkpoint_file``; ``data_name_or_path``
         is the pre-training corpus (its dict.txt and sentencepiece.model),
         relative to the model directory when it starts with '.'
         (``hub.checkpoints``: the checks and errors of every hub)."""
-        loaded = load_pretrained("cross_thought", model_name_or_path, checkpoint_file, data_name_or_path, overrides)
-        return CrossThoughtHubInterface(loaded.cfg, loaded.task, loaded.model, loaded.corpus)
+        from segatron_fairseq.hub.cross_thought import CrossThoughtHubInterface  # the hub sits above the models
+
+        return CrossThoughtHubInterface.from_pretrained(model_name_or_path, checkpoint_file, data_name_or_path,
+                                                        overrides)
 
     @classmethod
     def build_model(cls, args, task):

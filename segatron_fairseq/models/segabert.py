@@ -10,7 +10,7 @@ BERT-sized architectures), ``token_type`` (B, T; all 0 when absent). With
 positions and no index tables (architectures ``segabert_bert_*``: fairseq
 itself registers ``bert_base``/``bert_large`` for its legacy masked_lm model).
 """
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 import torch
 from fairseq.models import register_model
@@ -24,8 +24,6 @@ from fairseq.modules.transformer_sentence_encoder import init_bert_params
 from fairseq.utils import safe_getattr
 from torch import nn
 
-from segatron_fairseq.hub.checkpoints import DEFAULT_CHECKPOINT, load_pretrained
-from segatron_fairseq.hub.segabert import SegaBERTHubInterface
 from segatron_fairseq.models.architecture_defaults import TINY_ENCODER, register_architecture, set_defaults
 from segatron_fairseq.models.encoder_interface import EncoderInterface
 from segatron_fairseq.models.task_heads import TaskHeads
@@ -153,8 +151,8 @@ class SegaBERTModel(EncoderInterface, RobertaModel):
                             help="epsilon of every LayerNorm (default 1e-5; BERT checkpoints use 1e-12)")
 
     @classmethod
-    def from_pretrained(cls, model_name_or_path: str, checkpoint_file: str = DEFAULT_CHECKPOINT,
-                        data_name_or_path: str = ".", **overrides) -> SegaBERTHubInterface:
+    def from_pretrained(cls, model_name_or_path: str, checkpoint_file: Optional[str] = None,
+                        data_name_or_path: str = ".", **overrides):
         """A ``SegaBERTHubInterface`` (``encode``, ``extract_features``,
         ``fill_mask``, ``predict``) of the checkpoint
         ``model_name_or_path/checkpoint_file``, pre-trained (segabert_mlm) or
@@ -163,8 +161,9 @@ class SegaBERTModel(EncoderInterface, RobertaModel):
         segatron-preprocess directory of pre-training (relative to the model
         directory when it starts with '.'; ``hub.checkpoints``: the checks and
         errors of every hub)."""
-        loaded = load_pretrained("segabert", model_name_or_path, checkpoint_file, data_name_or_path, overrides)
-        return SegaBERTHubInterface(loaded.cfg, loaded.task, loaded.model, loaded.corpus)
+        from segatron_fairseq.hub.segabert import SegaBERTHubInterface  # the hub sits above the models
+
+        return SegaBERTHubInterface.from_pretrained(model_name_or_path, checkpoint_file, data_name_or_path, overrides)
 
     def forward(self, src_tokens, features_only=False, return_all_hiddens=False, classification_head_name=None,
                 **kwargs):

@@ -25,7 +25,7 @@ class SegatronLMLoss(AdaptiveLoss):
         return cls(task, cfg.sentence_avg)
 
     def forward(self, model, sample, reduce=True):
-        if getattr(model.decoder, "adaptive_softmax", None) is None:
+        if not model.has_adaptive_softmax():
             net_output = model(**sample["net_input"])
             lprobs = model.get_normalized_probs(net_output, log_probs=True)
             target = model.get_targets(sample, net_output)
@@ -36,7 +36,7 @@ class SegatronLMLoss(AdaptiveLoss):
             # passes float16's 65504 (overflow, then a collapsing loss scale); sum in float32 here
             net_output = model(**sample["net_input"])
             target = model.get_targets(sample, net_output)
-            logits, band_targets = model.decoder.adaptive_softmax(net_output[0], target.reshape(-1))
+            logits, band_targets = model.adaptive_softmax_bands(net_output[0], target.reshape(-1))
             loss = sum(
                 F.cross_entropy(band_logits, band_target, ignore_index=self.padding_idx,
                                 reduction="none").float().sum()

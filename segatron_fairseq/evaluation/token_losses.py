@@ -36,8 +36,7 @@ def stream_losses(model, tokens: np.ndarray, sentence_start: np.ndarray, paragra
     evaluation memory is reset before and after, so calls are independent."""
     model.eval()
     model.reset_memory(training=False)
-    source, source_sentence, source_paragraph = stream_inputs(tokens, sentence_start, paragraph_start,
-                                                              model.decoder.dictionary.eos())
+    source, source_sentence, source_paragraph = stream_inputs(tokens, sentence_start, paragraph_start, model.eos())
     device = next(model.parameters()).device
     losses = []
     try:

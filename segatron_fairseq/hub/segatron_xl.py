@@ -75,7 +75,7 @@ class SegatronXLHubInterface(nn.Module):
                              topk, topp, temperature, generator, incremental)
 
     def _max_keys(self) -> int:
-        return self.model.decoder.decoding_window(self.task.cfg.tgt_len)
+        return self.model.decoding_window(self.task.cfg.tgt_len)
 
     def generate(self, prompts: Union[str, Sequence[str]], beam: int = 1, seed: Optional[int] = None,
                  input_format: Optional[str] = None, **kwargs) -> List[List[Dict]]:

@@ -9,10 +9,11 @@ Memory is kept per mode (training / evaluation), so validation in the middle
 of an epoch does not disturb the training stream; the task resets it at the
 start of every pass. It is not saved in checkpoints.
 """
+import functools
 import logging
 import math
 from dataclasses import dataclass, field, fields
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -26,16 +27,18 @@ from torch import Tensor, nn
 from segatron_fairseq.hub.checkpoints import DEFAULT_CHECKPOINT, load_pretrained
 from segatron_fairseq.hub.segatron_xl import SegatronXLHubInterface
 from segatron_fairseq.models.architecture_defaults import register_architecture, set_defaults
-from segatron_fairseq.models.segatron_xl_decoding import GenerationSetup, SegatronXLDecoding
+from segatron_fairseq.models.segatron_xl_decoding import DecodingCache, GenerationSetup
 from segatron_fairseq.models.segatron_xl_presets import MODEL_PRESETS, SEGMENT_PARTS
 from segatron_fairseq.modules import (
     ORIGINS,
     BiasedAdaptiveSoftmax,
     SegatronXLLayer,
+    last_query_distances,
     segment_part_dims,
 )
-from segatron_fairseq.modules.segatron_xl_stack import run_layer_stack, segment_starts
+from segatron_fairseq.modules.segatron_xl_stack import LayerStackOutput, run_layer_stack, segment_starts
 from segatron_fairseq.modules.segment_memory import CachedWindow, SegmentMemory
+from segatron_fairseq.segments import SEGMENT_LEVELS
 
 logger = logging.getLogger(__name__)
 _BASE = MODEL_PRESETS["wt103_base"]
@@ -97,7 +100,14 @@ class SegatronXLConfig(FairseqDataclass):
     max_target_positions: int = field(default=1 << 20, metadata={"help": "longest evaluation stream"})
 
 
-class SegatronXLDecoder(SegatronXLDecoding, FairseqIncrementalDecoder):
+class SegatronXLDecoder(FairseqIncrementalDecoder):
+    """Embeddings, the layer stack over a segment after its memory, the output
+    layer; and incremental decoding: ``start_decoding`` / ``prime_decoding``
+    (a prompt in one forward) give a ``DecodingCache``, ``decode_step`` adds
+    one position to it (``SegatronXLLayer.step``). fairseq's
+    ``SequenceGenerator`` calls ``forward_incremental`` once the task has set
+    ``generation`` (a ``GenerationSetup``)."""
+
     def __init__(self, cfg: SegatronXLConfig, dictionary, embed_tokens: nn.Module):
         super().__init__(dictionary)
         self.cfg = cfg
@@ -177,16 +187,14 @@ class SegatronXLDecoder(SegatronXLDecoding, FairseqIncrementalDecoder):
         """(B, T, d) features and, with ``need_attn``, each layer's attention
         probabilities (B, H, T, K) (else None)."""
         memory = self._memory.current(self.training, src_tokens.size(0))
-        x, inputs, counters, weights = self._run_layers(src_tokens, sentence_starts, paragraph_starts, memory,
-                                                        need_attn)
-        self._memory.update(self.training, inputs, counters, memory, self.cfg.mem_len)
-        return self.dropout(x).transpose(0, 1), (weights if need_attn else None)
+        stack = self._run_layers(src_tokens, sentence_starts, paragraph_starts, memory, need_attn)
+        self._memory.update(self.training, stack.layer_inputs, stack.counters, memory, self.cfg.mem_len)
+        return self.dropout(stack.hidden).transpose(0, 1), (stack.attention if need_attn else None)
 
     def _run_layers(self, src_tokens, sentence_starts, paragraph_starts, memory: Optional[CachedWindow],
-                    need_attn: bool):
-        """The layer stack over one segment after ``memory``: the output (T, B, d)
-        (final norm applied, before dropout), each layer's input (T, B, d), the
-        segment counters (B, T) per part and each layer's attention (or None)."""
+                    need_attn: bool) -> LayerStackOutput:
+        """The layer stack over one segment after ``memory``, its output (T, B, d) with the final norm applied
+        (before dropout)."""
         starts = segment_starts(self.part_dims, sentence_starts, paragraph_starts,
                                 "Segatron-XL with a {part} part needs {part}_starts in the input "
                                 "(use --task segatron_lm)")
@@ -196,13 +204,13 @@ class SegatronXLDecoder(SegatronXLDecoding, FairseqIncrementalDecoder):
         # (T, B, d), contiguous like every later layer's input: compiled layers see one layout
         x = (x * self.embed_scale).transpose(0, 1).contiguous()
         x = self.dropout(x)
-        x, inputs, counters, weights = run_layer_stack(
+        stack = run_layer_stack(
             self._layers_to_run(x.device), x, starts, memory, self.part_dims, self.cfg.clamp_len,
             self.cfg.segment_distance_origin, self.content_bias, self.position_bias, self.cfg.mem_len,
             self.cfg.same_length, self.dropout, need_attn)
-        if self.final_norm is not None:
-            x = self.final_norm(x)
-        return x, inputs, counters, weights
+        if self.final_norm is None:
+            return stack
+        return stack._replace(hidden=self.final_norm(stack.hidden))
 
     def _layers_to_run(self, device: torch.device):
         """The layers, or with ``compile_layers`` on a GPU their compiled
@@ -223,6 +231,141 @@ class SegatronXLDecoder(SegatronXLDecoding, FairseqIncrementalDecoder):
 
     def max_positions(self):
         return self.cfg.max_target_positions
+
+    # ---- incremental decoding -------------------------------------------------------------------
+
+    def decoding_window(self, tgt_len: int) -> int:
+        """The most keys a query sees when decoding a model trained on
+        segments of ``tgt_len``: the memory and a segment, or mem_len with
+        ``same_length``."""
+        return self.cfg.mem_len if self.cfg.same_length else self.cfg.mem_len + tgt_len
+
+    def segment_parts(self) -> List[str]:
+        """The enabled segment parts (of ``SEGMENT_LEVELS``; none for Transformer-XL)."""
+        return [p for p in SEGMENT_LEVELS if p in self.part_dims]
+
+    def _check_causal(self) -> None:
+        if self.segment_parts() and self.cfg.segment_distance_origin == "window_end":
+            raise ValueError("incremental decoding needs causal distances: with --segment-distance-origin "
+                             "window_end the states of earlier positions change with every new token")
+
+    def _cache_of(self, window: List[Tensor], counters: Dict[str, Tensor], last: Dict[str, Tensor]):
+        """A cache of each layer's inputs (K, B, d) and their counters (B, K)."""
+        keys, values = zip(*(layer.window_keys(h) for layer, h in zip(self.layers, window)))
+        return DecodingCache(keys, values, counters, last)
+
+    def start_decoding(self, batch: int, device: torch.device, continue_memory: bool = True) -> DecodingCache:
+        """A cache that starts from the evaluation memory (if it holds ``batch``
+        rows and ``continue_memory``), so decoding continues the text the model
+        has read; else empty. Refused with the authors' ``window_end``
+        distances: there every position's state depends on the window's last
+        token, so states cannot be cached."""
+        self._check_causal()
+        memory = self._memory.get(False) if continue_memory else None
+        parts = self.segment_parts()
+        if memory is None or memory.hidden[0].size(1) != batch:
+            empty = torch.zeros(batch, 0, dtype=torch.long, device=device)
+            return DecodingCache([None] * len(self.layers), [None] * len(self.layers), {p: empty for p in parts},
+                                 {p: torch.zeros(batch, dtype=torch.long, device=device) for p in parts})
+        return self._cache_of(memory.hidden, dict(memory.counters), dict(memory.last))
+
+    def prime_decoding(self, src_tokens: Tensor, sentence_starts: Optional[Tensor] = None,
+                       paragraph_starts: Optional[Tensor] = None) -> Tuple[Tensor, DecodingCache]:
+        """Reads a prompt (B, T) in one forward, in evaluation mode, after the
+        evaluation memory as ``start_decoding`` does (the memory is left as it
+        was). Returns the features (B, d) of its last position and a cache of
+        the memory and the prompt: what T calls of ``decode_step`` give, at
+        the cost of one forward."""
+        self._check_causal()
+        memory = self._memory.get(False)
+        if memory is not None and memory.hidden[0].size(1) != src_tokens.size(0):
+            memory = None
+        stack = self._run_layers(src_tokens, sentence_starts, paragraph_starts, memory, False)
+        inputs, counters = stack.layer_inputs, stack.counters
+        if memory is not None:
+            inputs = [torch.cat([m, h], dim=0) for m, h in zip(memory.hidden, inputs)]
+            counters_window = {p: torch.cat([memory.counters[p], c], dim=1) for p, c in counters.items()}
+        else:
+            counters_window = counters
+        return stack.hidden[-1], self._cache_of(inputs, counters_window, {p: c[:, -1] for p, c in counters.items()})
+
+    def decode_step(self, tokens: Tensor, starts: Dict[str, Tensor], cache: DecodingCache) -> Tensor:
+        """Features (B, d) of one new position per row, in evaluation mode:
+        ``tokens`` (B,), ``starts[part]`` (B,) bool (whether the token starts a
+        sentence / paragraph, for the enabled parts); ``cache`` is updated.
+        Equal to the last position of a full forward over the same window."""
+        parts = list(cache.counters)
+        counters = {p: cache.last[p] + starts[p].long() for p in parts}
+        key_counters = {p: torch.cat([cache.counters[p], counters[p][:, None]], dim=1) for p in parts}
+        with torch.autocast(tokens.device.type, enabled=False):
+            x = self.embed_tokens(tokens[:, None])[:, 0] * self.embed_scale
+        distances = last_query_distances(key_counters, cache.length + 1, self.cfg.clamp_len, tokens.size(0),
+                                         x.device)
+        position_index = cache.position_index(distances)
+        for i, layer in enumerate(self.layers):
+            bias = i if self.cfg.per_layer_position_biases else 0
+            table = cache.position_table(i, layer.attention, self.part_dims, x.dtype, x.device)
+            x = layer.step(x, functools.partial(cache.append, i), table, position_index, self.content_bias[bias],
+                           self.position_bias[bias])
+        if self.final_norm is not None:
+            x = self.final_norm(x)
+        cache.counters, cache.last = key_counters, counters
+        return x
+
+    # ---- fairseq's SequenceGenerator ------------------------------------------------------------------
+
+    def forward_incremental(self, prev_output_tokens: Tensor, incremental_state: Dict) -> Tuple[Tensor, Dict]:
+        """``prev_output_tokens`` (B, t): every token so far, ``</s>`` first;
+        only those not yet read go through ``decode_step``, so a new token
+        costs one query against the window (at most ``generation.max_keys``
+        keys). Each row's tokens are flagged as they arrive by its
+        ``generation.new_indexer()`` (the leading ``</s>`` starts a sentence
+        and a paragraph, as in the evaluation stream). The state lives in
+        ``incremental_state`` only, so one generation call never sees
+        another's. Returns the log-probabilities (B, 1, V) of the next token
+        and ``extra["normalized"]``: ``get_normalized_probs`` takes a
+        log-softmax of them, so fairseq's ``--temperature`` (which divides
+        this output) is exact, with an adaptive softmax too."""
+        setup = self.generation
+        parts = self.segment_parts()
+        if setup is None or (parts and setup.new_indexer is None):
+            raise ValueError("Segatron-XL generation needs the training corpus's sentence splitter to flag new "
+                             "tokens: build the generator with --task segatron_lm (task.build_generator), or "
+                             "call model.prepare_generation")
+        state = self.get_incremental_state(incremental_state, "decoding")
+        if state is None:
+            batch = prev_output_tokens.size(0)
+            state = {"cache": self.start_decoding(batch, prev_output_tokens.device, continue_memory=False),
+                     "read": 0, "indexers": [setup.new_indexer() for _ in range(batch)] if parts else []}
+            self.set_incremental_state(incremental_state, "decoding", state)
+        cache = state["cache"]
+        for position in range(state["read"], prev_output_tokens.size(1)):
+            tokens = prev_output_tokens[:, position]
+            if position == 0:
+                flags = [(True, True)] * tokens.size(0)
+            else:
+                flags = [indexer.push(token) for indexer, token in zip(state["indexers"], tokens.tolist())]
+            starts = {part: torch.tensor([f[i] for f in flags], device=tokens.device)
+                      for i, part in enumerate(SEGMENT_LEVELS) if part in parts}
+            cache.keep_last(setup.max_keys - 1)
+            features = self.decode_step(tokens, starts, cache)
+        state["read"] = prev_output_tokens.size(1)
+        output = self.output_layer(features[:, None])
+        return super().get_normalized_probs((output, None), log_probs=True), {"attn": [None], "normalized": True}
+
+    def get_normalized_probs(self, net_output, log_probs: bool, sample=None):
+        if net_output[1] is not None and net_output[1].get("normalized"):
+            scores = net_output[0].float()  # log-probabilities, maybe divided by a temperature
+            return F.log_softmax(scores, dim=-1) if log_probs else F.softmax(scores, dim=-1)
+        return super().get_normalized_probs(net_output, log_probs, sample)
+
+    def reorder_incremental_state(self, incremental_state: Dict, new_order: Tensor):
+        """Beam search: row i of the state becomes row ``new_order[i]`` of the old one."""
+        state = self.get_incremental_state(incremental_state, "decoding")
+        if state is None:
+            return
+        state["cache"].reorder(new_order)
+        state["indexers"] = [state["indexers"][i].copy() for i in new_order.tolist()] if state["indexers"] else []
 
     def upgrade_state_dict_named(self, state_dict, name):
         """Checkpoints of 0.1.0 kept each layer's attention LayerNorm inside the
@@ -278,6 +421,28 @@ class SegatronXLModel(FairseqLanguageModel):
     def prepare_generation(self, setup: GenerationSetup) -> None:
         """Ready the decoder for fairseq's ``SequenceGenerator`` (see ``GenerationSetup``)."""
         self.decoder.generation = setup
+
+    def segment_parts(self) -> List[str]:
+        """The enabled segment parts, in ``SEGMENT_LEVELS`` order (none for Transformer-XL)."""
+        return self.decoder.segment_parts()
+
+    def decoding_window(self, tgt_len: int) -> int:
+        """The most keys a query sees when decoding (``SegatronXLDecoder.decoding_window``)."""
+        return self.decoder.decoding_window(tgt_len)
+
+    def eos(self) -> int:
+        """The dictionary's ``</s>``, which also starts every stream the model reads."""
+        return self.decoder.dictionary.eos()
+
+    def has_adaptive_softmax(self) -> bool:
+        """Whether the output is an adaptive softmax's (``--adaptive-softmax-cutoff``), not logits."""
+        return self.decoder.adaptive_softmax is not None
+
+    def adaptive_softmax_bands(self, features: Tensor,
+                               target: Tensor) -> Tuple[List[Tensor], List[Optional[Tensor]]]:
+        """fairseq's ``AdaptiveSoftmax`` on features (B, T, d) and target (B x T,): each band's logits and
+        targets (None for a band without targets)."""
+        return self.decoder.adaptive_softmax(features, target)
 
     @classmethod
     def from_pretrained(cls, model_name_or_path: str, checkpoint_file: str = DEFAULT_CHECKPOINT,

@@ -39,7 +39,7 @@ our other encoders; XLNet's own code puts its ``<cls>`` last and reads that).
 """
 import logging
 from dataclasses import dataclass, field, fields
-from typing import Dict, Optional
+from typing import Dict, List, NamedTuple, Optional
 
 import torch
 import torch.nn.functional as F
@@ -72,6 +72,16 @@ XLNET_PRESETS = {
     "tiny": dict(encoder_layers=2, encoder_embed_dim=48, encoder_attention_heads=4, encoder_head_dim=12,
                  encoder_ffn_embed_dim=96, mem_len=16),
 }
+
+
+class XLNetStreams(NamedTuple):
+    """What ``XLNetModel._streams`` returns."""
+
+    content: Tensor  # (B, T, d) the content stream's last layer (after dropout)
+    query: Optional[Tensor]  # (B, P, d) the query stream's at the targets, or None without target_mapping
+    layer_inputs: List[Tensor]  # each layer's content input (T, B, d): what the memory caches
+    counters: Dict[str, Tensor]  # the segment's counters (B, T) per part
+    attention: List[tuple]  # each layer's (content (B, H, T, K), query (B, H, P, K)) probabilities, or Nones
 
 
 @dataclass
@@ -189,18 +199,16 @@ class XLNetModel(EncoderInterface, BaseFairseqModel):
         batch = src_tokens.size(0)
         memory = self._memory.current(self.training, batch)
         starts = {"sentence": sentence_starts, "paragraph": paragraph_starts}
-        content, query, inputs, counters, weights = self._streams(
-            src_tokens, perm_mask, target_mapping, segment_ids, starts, memory, need_attn)
+        streams = self._streams(src_tokens, perm_mask, target_mapping, segment_ids, starts, memory, need_attn)
         # the first reuse_len positions are cached (XLNet's reuse part)
-        self._memory.update(self.training, inputs, counters, memory, self.cfg.mem_len, reuse_len)
-        x = content
-        if query is not None:
-            x = query
+        self._memory.update(self.training, streams.layer_inputs, streams.counters, memory, self.cfg.mem_len,
+                            reuse_len)
+        x = streams.content if streams.query is None else streams.query
         if not features_only:
             x = self.output_layer(x)
-        extra = {"content": content}
+        extra = {"content": streams.content}
         if need_attn:
-            extra["attn_layers"] = weights
+            extra["attn_layers"] = streams.attention
         return x, extra
 
     def token_features(self, src_tokens: Tensor, paragraph_index: Optional[Tensor] = None,
@@ -228,8 +236,7 @@ class XLNetModel(EncoderInterface, BaseFairseqModel):
             if self.cfg.segment_distance_origin == "window_end" and bool(padding.any()):
                 return self._features_by_length(src_tokens, token_type, starts, padding)
         hidden_keys = padding[:, None, :].expand(-1, src_tokens.size(1), -1)
-        content, *_ = self._streams(src_tokens, hidden_keys, None, token_type, starts, None, False)
-        return content
+        return self._streams(src_tokens, hidden_keys, None, token_type, starts, None, False).content
 
     def _features_by_length(self, src_tokens: Tensor, token_type: Optional[Tensor], starts: Dict[str, Tensor],
                             padding: Tensor) -> Tensor:
@@ -241,7 +248,8 @@ class XLNetModel(EncoderInterface, BaseFairseqModel):
             rows = (lengths == length).nonzero().squeeze(1)
             part = self._streams(src_tokens[rows, :length], None, None,
                                  None if token_type is None else token_type[rows, :length],
-                                 {level: flags[rows, :length] for level, flags in starts.items()}, None, False)[0]
+                                 {level: flags[rows, :length] for level, flags in starts.items()}, None,
+                                 False).content
             if features is None:
                 features = part.new_zeros(*src_tokens.shape, part.size(-1))
             features[rows, :length] = part
@@ -253,10 +261,8 @@ class XLNetModel(EncoderInterface, BaseFairseqModel):
 
     def _streams(self, src_tokens: Tensor, perm_mask: Optional[Tensor], target_mapping: Optional[Tensor],
                  segment_ids: Optional[Tensor], starts: Dict[str, Optional[Tensor]],
-                 memory: Optional[CachedWindow], need_attn: bool):
-        """Both streams through the layers after ``memory``: (content (B, T, d),
-        query (B, P, d) or None, each layer's content input (T, B, d), the
-        window's counters, each layer's attention probabilities)."""
+                 memory: Optional[CachedWindow], need_attn: bool) -> XLNetStreams:
+        """Both streams through the layers after ``memory`` (see ``XLNetStreams``)."""
         batch, seq_len = src_tokens.shape
         mem_len = 0 if memory is None else memory.hidden[0].size(0)
         counters = SegmentMemory.counters(
@@ -279,15 +285,13 @@ class XLNetModel(EncoderInterface, BaseFairseqModel):
             inputs.append(content)
             bias = 0 if self.cfg.tie_position_biases else i
             segments = RelativeSegments(different, self.segment_embed[i], self.segment_bias[bias])
-            content, query, layer_weights = layer(
-                content, query, None if memory is None else memory.hidden[i], distances, self.content_bias[bias],
-                self.position_bias[bias], segments, content_mask, query_mask, target_mapping,
-                need_attn)
-            weights.append(layer_weights)
-        content = self.dropout(content).transpose(0, 1)
-        if query is not None:
-            query = self.dropout(query).transpose(0, 1)
-        return content, query, inputs, counters, weights
+            layer_out = layer(content, query, None if memory is None else memory.hidden[i], distances,
+                              self.content_bias[bias], self.position_bias[bias], segments, content_mask, query_mask,
+                              target_mapping, need_attn)
+            content, query = layer_out.content, layer_out.query
+            weights.append(layer_out.weights)
+        return XLNetStreams(self.dropout(content).transpose(0, 1),
+                            None if query is None else self.dropout(query).transpose(0, 1), inputs, counters, weights)
 
     def output_layer(self, features: Tensor) -> Tensor:
         """The tied LM head: features (..., d) -> logits (..., V)."""

@@ -11,8 +11,9 @@ from .segment_distances import (
     segment_part_dims,
     sinusoid_table,
 )
-from .segment_relative_attention import RelativeSegments, SegmentRelativeMultiheadAttention, rel_shift
+from .segment_relative_attention import SegmentRelativeMultiheadAttention, rel_shift
 from .shared_layers import share_layers
+from .xlnet_attention import RelativeSegments, TwoStreamRelativeAttention
 from .xlnet_layer import XLNetLayer
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "RelativeSegments",
     "SegmentRelativeMultiheadAttention",
     "SegatronXLLayer",
+    "TwoStreamRelativeAttention",
     "XLNetLayer",
     "add_index_embeddings",
     "distance_sinusoids",

@@ -50,7 +50,7 @@ class SegatronXLLayer(nn.Module):
         cached ones and returns the window's (B, H, K, dh) (see
         ``SegmentRelativeMultiheadAttention.step``). Returns the output (B, d)."""
         attended_input = self.attention_norm(hidden) if self.pre_norm else hidden
-        query, key, value = self.attention.step_projections(attended_input)
+        query, key, value = self.attention.project(attended_input[None])  # (B, H, 1, dh) each
         keys, values = append(key, value)
         attended = self.attention.step(query, keys, values, position_table, position_index, content_bias,
                                        position_bias)
@@ -62,4 +62,5 @@ class SegatronXLLayer(nn.Module):
 
     def window_keys(self, memory: Tensor) -> Tuple[Tensor, Tensor]:
         """Keys and values (B, H, M, dh) of this layer's cached inputs (M, B, d)."""
-        return self.attention.project_keys(self.attention_norm(memory) if self.pre_norm else memory)
+        _, keys, values = self.attention.project(self.attention_norm(memory) if self.pre_norm else memory)
+        return keys, values

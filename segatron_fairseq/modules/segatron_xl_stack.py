@@ -8,7 +8,7 @@ model (``conversion/exporters/hf_segatron_xl/``) both run it: like its
 siblings it imports only torch and the standard library, so the exporter
 ships it as remote code.
 """
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, NamedTuple, Optional, Sequence
 
 import torch
 from torch import Tensor, nn
@@ -69,19 +69,24 @@ def window_mask(seq_len: int, num_keys: int, mem_len: int, same_length: bool, de
     return mask
 
 
+class LayerStackOutput(NamedTuple):
+    """What ``run_layer_stack`` returns."""
+
+    hidden: Tensor  # (T, B, d) the last layer's output
+    layer_inputs: List[Tensor]  # each layer's input (T, B, d): what the memory caches
+    counters: Dict[str, Tensor]  # the segment's counters (B, T) per part
+    attention: List[Optional[Tensor]]  # each layer's probabilities (B, H, T, K) with need_attn, else None each
+
+
 def run_layer_stack(layers: Sequence[nn.Module], x: Tensor, starts: Dict[str, Tensor],
                     memory: Optional[CachedWindow], part_dims: Dict[str, int], clamp_len: int, origin: str,
                     content_bias: Tensor, position_bias: Tensor, mem_len: int, same_length: bool,
-                    table_dropout: Callable[[Tensor], Tensor], need_attn: bool = False
-                    ) -> Tuple[Tensor, List[Tensor], Dict[str, Tensor], List[Optional[Tensor]]]:
+                    table_dropout: Callable[[Tensor], Tensor], need_attn: bool = False) -> LayerStackOutput:
     """The layers over one embedded segment x (T, B, d) after ``memory`` (each
     layer's cached input (M, B, d) and the counters of the cached tokens, or
     None); ``starts``: the enabled parts' start flags (B, T) (``segment_starts``);
     ``content_bias`` / ``position_bias`` (L or 1, H, dh): one u / v pair per
-    layer or one for all; ``table_dropout`` is applied to the distance tables.
-    Returns the last layer's output (T, B, d), each layer's input (T, B, d),
-    the segment's counters (B, T) per part and each layer's attention
-    probabilities (B, H, T, K) with ``need_attn`` (else None each)."""
+    layer or one for all; ``table_dropout`` is applied to the distance tables."""
     seq_len = x.size(0)
     counters = SegmentMemory.counters(starts, memory)
     distances = window_distances(part_dims, counters, memory, seq_len, clamp_len, origin, x.dtype, x.device,
@@ -95,4 +100,4 @@ def run_layer_stack(layers: Sequence[nn.Module], x: Tensor, starts: Dict[str, Te
         x, layer_weights = layer(x, None if memory is None else memory.hidden[i], distances, content_bias[bias],
                                  position_bias[bias], mask, need_attn)
         weights.append(layer_weights)
-    return x, inputs, counters, weights
+    return LayerStackOutput(x, inputs, counters, weights)

@@ -20,22 +20,18 @@ column block of W_R:
   Cost O(T x (G + S) x d + T x K x S) instead of O(T x K x d), and no T x K
   gather or scatter (the product's backward sums each run's keys).
 
-In Transformer-XL's names the first term is AC and the second BD; here BD is
-BD_token plus BD_grid. The distance mode (``SegmentDistances.mode``) says
-which terms there are: TOKEN_ONLY and WINDOW_END (the authors' distances,
-which depend on j - i only: one rel-shifted table per batch row carries all
-three parts) have AC + BD_token; RUN_GRID (Eq. 3) has AC + BD_token + BD_grid.
+In Transformer-XL's names the first term is AC, its terms (a) q_i . k_j and
+(c) u . k_j, and the second BD, its terms (b) q_i . W_R R_{i,j} and (d)
+v . W_R R_{i,j}; here BD is BD_token plus BD_grid. The distance mode
+(``SegmentDistances.mode``) says which terms there are: TOKEN_ONLY and
+WINDOW_END (the authors' distances, which depend on j - i only: one
+rel-shifted table per batch row carries all three parts) have AC + BD_token;
+RUN_GRID (Eq. 3) has AC + BD_token + BD_grid.
 
-XLNet (``two_stream``) uses the same scores with bidirectional distances
-(``SegmentDistances(bidirectional=True)``: the rel-shifted table has K+T-1
-rows and the first K columns are kept), a second query input (the query
-stream g at the P targets, whose queries meet the content stream's keys and
-values at their targets' rows; W_R R is projected once for both), per-pair
-boolean masks (B, T, K) and XLNet's relative segment term EF (XLNet Sec. 2.5):
-
-    score(i, j) = AC + BD + (q_i + b_s) . s_ij,   s_ij = s+ (same segment) or s- (not)
+XLNet's two-stream attention (``xlnet_attention.py``) uses the same scores
+with bidirectional distances (``SegmentDistances(bidirectional=True)``: the
+rel-shifted table has K+T-1 rows and the first K columns are kept).
 """
-from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
 
 import torch
@@ -78,20 +74,15 @@ def position_product(query: Tensor, rows: Tensor) -> Tensor:
     return torch.bmm(query.reshape(batch * heads, seq_len, head_dim), right).view(batch, heads, seq_len, -1)
 
 
-@dataclass
-class RelativeSegments:
-    """XLNet's relative segment encoding for one layer: ``different`` (B, T, K)
-    bool, True where query i and key j are in different segments; ``embed``
-    (2, H, dh): s+ (row 0) and s- (row 1); ``bias`` (H, dh): b_s."""
-
-    different: Tensor
-    embed: Tensor
-    bias: Tensor
-
-
 class SegmentRelativeMultiheadAttention(nn.Module):
     """Scores, softmax and values of Eq. 1 over a window (memory, then the
-    segment); the residual connection and LayerNorm belong to the layer."""
+    segment); the residual connection and LayerNorm belong to the layer.
+
+    Entry points: ``forward`` (a segment after its memory), ``scores`` (its raw
+    scores), and for incremental decoding ``project``, ``projected_rows`` and
+    ``step``. XLNet's ``TwoStreamRelativeAttention`` (``xlnet_attention.py``)
+    builds on the same parts: ``project``, ``position_rows``,
+    ``_content_scores`` (AC), ``_add_position_scores`` (BD) and ``_attend``."""
 
     def __init__(self, embed_dim: int, num_heads: int, head_dim: int, part_dims: Dict[str, int],
                  attention_dropout: float):
@@ -105,19 +96,27 @@ class SegmentRelativeMultiheadAttention(nn.Module):
         self.out_proj = nn.Linear(num_heads * head_dim, embed_dim, bias=False)
         self.attention_dropout = nn.Dropout(attention_dropout)
 
-    def _project(self, table: Tensor, start: int) -> Tensor:
-        """(..., d_part) rows of R's parts from column ``start`` on -> (..., H, head_dim)."""
-        weight = self.r_proj.weight[:, start:start + table.size(-1)]
-        return F.linear(table, weight).view(*table.shape[:-1], self.num_heads, self.head_dim)
+    def forward(self, hidden: Tensor, memory: Optional[Tensor], distances: SegmentDistances,
+                content_bias: Tensor, position_bias: Tensor, mask: Tensor,
+                need_weights: bool = False) -> Tuple[Tensor, Optional[Tensor]]:
+        """hidden (T, B, d), memory (M, B, d) or None, mask (T, K) True where
+        the key is hidden from the query -> the attention's output (T, B, d),
+        after the output projection (no residual, no norm), and with
+        ``need_weights`` the attention probabilities (B, H, T, K), float32,
+        before dropout (else None)."""
+        scores, v = self.scores(hidden, memory, distances, content_bias, position_bias)
+        return self._attend(scores, v, mask[None, None], need_weights)
 
     def scores(self, hidden: Tensor, memory: Optional[Tensor], distances: SegmentDistances,
-               content_bias: Tensor, position_bias: Tensor):
-        """Raw scores (B, H, T, K) before scaling and masking, and values (B, H, K, head_dim)."""
-        q, k, v = self._window_projections(hidden, memory)
-        return self.query_scores(q, k, distances, content_bias, position_bias), v
+               content_bias: Tensor, position_bias: Tensor) -> Tuple[Tensor, Tensor]:
+        """Raw scores AC + BD (B, H, T, K) before scaling and masking, and values (B, H, K, dh)."""
+        q, k, v = self.project(hidden, memory)
+        ac = self._content_scores(q, k, content_bias)
+        return self._add_position_scores(ac, q, distances, self.position_rows(distances), position_bias), v
 
-    def _window_projections(self, hidden: Tensor, memory: Optional[Tensor]) -> Tuple[Tensor, Tensor, Tensor]:
-        """Queries (B, H, T, dh) of the segment (T, B, d); keys and values (B, H, K, dh) of [memory; segment]."""
+    def project(self, hidden: Tensor, memory: Optional[Tensor] = None) -> Tuple[Tensor, Tensor, Tensor]:
+        """Queries (B, H, T, dh) of the segment hidden (T, B, d); keys and values (B, H, K, dh) of the
+        window [memory; segment] (K = M + T)."""
         seq_len, batch, _ = hidden.shape
         window = hidden if memory is None else torch.cat([memory, hidden], dim=0)
         q, k, v = self.qkv(window).chunk(3, dim=-1)
@@ -130,40 +129,46 @@ class SegmentRelativeMultiheadAttention(nn.Module):
     def position_rows(self, distances: SegmentDistances) -> Tensor:
         """W_R R of ``distances``: the token table's rows (n, H, dh), or (B, n, H, dh) per batch row in
         WINDOW_END mode; in RUN_GRID mode followed by the G cells of the (sentence x paragraph) grid."""
-        r_rows = self._project(distances.position_table, 0)  # (K, H, dh), or (B, K, H, dh)
+        r_rows = self._project_columns(distances.position_table, 0)  # (K, H, dh), or (B, K, H, dh)
         if distances.mode != RUN_GRID:
             return r_rows
         # W_R R for every cell of the (sentence x paragraph) grid, G = product of the table sizes
         start, r_grid = self.part_dims["token"], None
         for table in distances.tables.values():
-            r_part = self._project(table, start)  # (D+1, H, dh)
+            r_part = self._project_columns(table, start)  # (D+1, H, dh)
             r_grid = r_part if r_grid is None else (r_grid[:, None] + r_part[None, :]).flatten(0, 1)
             start += table.size(-1)
         return torch.cat([r_rows, r_grid], dim=0)
 
-    def query_scores(self, q: Tensor, k: Tensor, distances: SegmentDistances, content_bias: Tensor,
-                     position_bias: Tensor, segments: Optional[RelativeSegments] = None) -> Tensor:
-        """Raw scores (B, H, T, K) of queries q (B, H, T, dh) against keys k
-        (B, H, K, dh), plus XLNet's segment term when ``segments`` is given."""
-        return self.scores_against_rows(q, k, distances, self.position_rows(distances), content_bias,
-                                        position_bias, segments)
+    def projected_rows(self, table: Tensor, part: str) -> Tensor:
+        """W_part R_part for a (n, d_part) table of one part's sinusoids: (n, H, dh)."""
+        start = 0
+        for name, width in self.part_dims.items():
+            if name == part:
+                return self._project_columns(table, start)
+            start += width
+        raise KeyError(part)
 
-    def scores_against_rows(self, q: Tensor, k: Tensor, distances: SegmentDistances, rows: Tensor,
-                            content_bias: Tensor, position_bias: Tensor,
-                            segments: Optional[RelativeSegments] = None) -> Tensor:
-        """``query_scores`` with the projected rows ``rows`` of ``position_rows(distances)``."""
-        q_content = q + content_bias[None, :, None, :]   # q_i + u
+    def _project_columns(self, table: Tensor, start: int) -> Tensor:
+        """(..., d_part) rows of R's parts through W_R's columns from ``start`` on -> (..., H, dh)."""
+        weight = self.r_proj.weight[:, start:start + table.size(-1)]
+        return F.linear(table, weight).view(*table.shape[:-1], self.num_heads, self.head_dim)
+
+    def _content_scores(self, q: Tensor, k: Tensor, content_bias: Tensor) -> Tensor:
+        """AC (B, H, T, K) = (q_i + u) . k_j: Transformer-XL's terms (a) + (c), of queries q (B, H, T, dh)
+        and keys k (B, H, K, dh)."""
+        return torch.matmul(q + content_bias[None, :, None, :], k.transpose(-1, -2))
+
+    def _add_position_scores(self, ac: Tensor, q: Tensor, distances: SegmentDistances, rows: Tensor,
+                             position_bias: Tensor) -> Tensor:
+        """AC + BD (B, H, T, K): BD = (q_i + v) . W_R R_{i,j}, Transformer-XL's terms (b) + (d), with the
+        rows ``rows`` of ``position_rows(distances)``: BD_token, plus BD_grid in RUN_GRID mode (Eq. 3)."""
         q_position = q + position_bias[None, :, None, :]  # q_i + v
-        ac = torch.matmul(q_content, k.transpose(-1, -2))  # AC (B, H, T, K): (q_i + u) . k_j
-        if segments is not None:
-            # EF (B, H, T, 2): (q_i + b_s) . s+ and . s-, picked per pair
-            ef = torch.matmul(q + segments.bias[None, :, None, :], segments.embed.permute(1, 2, 0)[None])
-            ac = ac + torch.where(segments.different[:, None], ef[..., 1:], ef[..., :1])
         if distances.mode == RUN_GRID:
             return self._add_run_grid_terms(ac, q_position, distances, rows)
         # BD_token (B, H, T, K): (q_i + v) . W_R R for the K distances, rel-shifted into place;
         # in WINDOW_END mode R carries all three parts and differs per batch row
-        return ac + _keys_of(rel_shift(position_product(q_position, rows)), distances, k.size(2))
+        return ac + _keys_of(rel_shift(position_product(q_position, rows)), distances, ac.size(-1))
 
     def _add_run_grid_terms(self, ac: Tensor, q_position: Tensor, distances: SegmentDistances,
                             rows: Tensor) -> Tensor:
@@ -180,27 +185,6 @@ class SegmentRelativeMultiheadAttention(nn.Module):
         # BD_grid (B, H, T, K) = by_run @ key_runs, added to AC in the same kernel
         scores = torch.baddbmm(ac.flatten(1, 2), by_run.flatten(1, 2), distances.key_runs)
         return scores.view(batch, heads, seq_len, keys) + _keys_of(rel_shift(by_token), distances, keys)  # + BD_token
-
-    def project_keys(self, window: Tensor) -> Tuple[Tensor, Tensor]:
-        """Keys and values (B, H, K, dh) of a window (K, B, d) of layer inputs."""
-        _, k, v = self.qkv(window).chunk(3, dim=-1)
-        keys = window.size(0)
-        k = k.view(keys, -1, self.num_heads, self.head_dim).permute(1, 2, 0, 3)
-        v = v.view(keys, -1, self.num_heads, self.head_dim).permute(1, 2, 0, 3)
-        return k, v
-
-    def projected_rows(self, table: Tensor, part: str) -> Tensor:
-        """W_R R for a (n, d_part) table of one part's sinusoids: (n, H, dh)."""
-        start = 0
-        for name, width in self.part_dims.items():
-            if name == part:
-                return self._project(table, start)
-            start += width
-        raise KeyError(part)
-
-    def step_projections(self, hidden: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
-        """Query (B, H, 1, dh), key and value (B, H, 1, dh) of one new position (B, d)."""
-        return (t.view(hidden.size(0), self.num_heads, 1, self.head_dim) for t in self.qkv(hidden).chunk(3, dim=-1))
 
     def step(self, query: Tensor, keys: Tensor, values: Tensor, position_table: Tensor, position_index: Tensor,
              content_bias: Tensor, position_bias: Tensor) -> Tensor:
@@ -224,17 +208,6 @@ class SegmentRelativeMultiheadAttention(nn.Module):
         attended = torch.matmul(probs, values)  # (B, H, 1, dh)
         return self.out_proj(attended.reshape(batch, self.num_heads * self.head_dim))
 
-    def forward(self, hidden: Tensor, memory: Optional[Tensor], distances: SegmentDistances,
-                content_bias: Tensor, position_bias: Tensor, mask: Tensor,
-                need_weights: bool = False) -> Tuple[Tensor, Optional[Tensor]]:
-        """hidden (T, B, d), memory (M, B, d) or None, mask (T, K) True where
-        the key is hidden from the query -> the attention's output (T, B, d),
-        after the output projection (no residual, no norm), and with
-        ``need_weights`` the attention probabilities (B, H, T, K), float32,
-        before dropout (else None)."""
-        scores, v = self.scores(hidden, memory, distances, content_bias, position_bias)
-        return self._attend(scores, v, mask[None, None], need_weights)
-
     def _attend(self, scores: Tensor, v: Tensor, mask: Tensor, need_weights: bool,
                 hidden_score: float = float("-inf")) -> Tuple[Tensor, Optional[Tensor]]:
         """Softmax of the scaled scores, ``hidden_score`` where ``mask`` (broadcast to (B, H, T, K)) is
@@ -251,42 +224,6 @@ class SegmentRelativeMultiheadAttention(nn.Module):
         weights = torch.softmax(scores, dim=-1)
         probs = self.attention_dropout(weights.type_as(v))
         return torch.matmul(probs, v), (weights.detach() if need_weights else None)
-
-    def two_stream(self, content: Tensor, query: Optional[Tensor], memory: Optional[Tensor],
-                   distances: SegmentDistances, content_bias: Tensor, position_bias: Tensor,
-                   segments: Optional[RelativeSegments], content_mask: Tensor, query_mask: Optional[Tensor],
-                   target_mapping: Optional[Tensor] = None, need_weights: bool = False):
-        """XLNet's two-stream attention: the content stream h (T, B, d) and the
-        query stream g (P, B, d) at the P targets of ``target_mapping`` (B, P,
-        T) one-hot (g None: content only) both attend to the keys and values
-        of [memory; h]; masks (B, T, K), True where the key is hidden.
-        ``distances`` should be bidirectional. g's queries are placed at their
-        targets' rows of the T query rows only for the scores (as XLNet's
-        code); W_q and the output projection run on the P rows. A hidden key
-        scores float32's lowest value, as XLNet's -1e30 (a query that sees no
-        key attends to all alike, not NaN). Returns the outputs of h (T, B, d)
-        and g (P, B, d, or None) and, with ``need_weights``, the probabilities
-        of h (B, H, T, K) and of g (B, H, P, K)."""
-        q, k, v = self._window_projections(content, memory)
-        rows = self.position_rows(distances)  # W_R R once, for both streams
-        scores = self.scores_against_rows(q, k, distances, rows, content_bias, position_bias, segments)
-        lowest = torch.finfo(torch.float32).min
-        content_out, content_weights = self._attend(scores, v, content_mask[:, None], need_weights, lowest)
-        if query is None:
-            return content_out, None, (content_weights, None)
-        targets, batch, _ = query.shape
-        seq_len, width = content.size(0), self.num_heads * self.head_dim
-        mapping = target_mapping.to(query.dtype)  # (B, P, T)
-        q_g = F.linear(query, self.qkv.weight[:width]).transpose(0, 1)  # (B, P, H dh): the streams share W_q
-        q_g = torch.bmm(mapping.transpose(1, 2), q_g)  # at the targets' rows of T, zero elsewhere
-        q_g = q_g.view(batch, seq_len, self.num_heads, self.head_dim).transpose(1, 2)  # (B, H, T, dh)
-        scores = self.scores_against_rows(q_g, k, distances, rows, content_bias, position_bias, segments)
-        attended, query_weights = self._attend_heads(scores, v, query_mask[:, None], need_weights, lowest)
-        attended = torch.bmm(mapping, attended.transpose(1, 2).reshape(batch, seq_len, width))  # (B, P, H dh)
-        query_out = self.out_proj(attended).transpose(0, 1)  # (P, B, d)
-        if need_weights:
-            query_weights = torch.matmul(mapping.float()[:, None], query_weights)  # (B, H, P, K)
-        return content_out, query_out, (content_weights, query_weights)
 
 
 def _keys_of(shifted: Tensor, distances: SegmentDistances, keys: int) -> Tensor:

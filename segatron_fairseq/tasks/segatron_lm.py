@@ -45,7 +45,6 @@ from omegaconf import II
 
 from segatron_fairseq.data import SegmentStreamDataset
 from segatron_fairseq.models.segatron_xl_decoding import GenerationSetup
-from segatron_fairseq.segments import SEGMENT_LEVELS
 from segatron_fairseq.tasks.single_dictionary_task import (
     SingleDictionaryTask,
     load_corpus_dictionary,
@@ -163,9 +162,8 @@ class SegatronLMTask(SingleDictionaryTask):
         """fairseq's generator, with each model's decoder given its window
         (``decoding_window``) and a ``GenerationIndexer`` per row."""
         for model in models:
-            segment_parts = model.decoder.part_dims.keys() & set(SEGMENT_LEVELS)
-            new_indexer = self.text_encoder.generation_indexer if segment_parts else None
-            model.prepare_generation(GenerationSetup(model.decoder.decoding_window(self.cfg.tgt_len), new_indexer))
+            new_indexer = self.text_encoder.generation_indexer if model.segment_parts() else None
+            model.prepare_generation(GenerationSetup(model.decoding_window(self.cfg.tgt_len), new_indexer))
         return super().build_generator(models, args, seq_gen_cls, extra_gen_cls_kwargs, prefix_allowed_tokens_fn)
 
     def build_bpe(self, args):

@@ -36,3 +36,27 @@ def test_adaptive_loss_of_a_large_fp16_batch_is_summed_in_float32():
     assert loss.dtype == torch.float32
     torch.testing.assert_close(loss, reference, rtol=1e-2, atol=0)
     assert torch.isinf(fairseq_loss)  # what the float32 sum avoids
+
+
+def test_the_model_answers_what_tasks_criterions_and_the_hub_ask():
+    """The criterion, the task, the hub and the evaluation ask the model, not its decoder: its segment parts,
+    decoding window, ``</s>`` and adaptive softmax."""
+    dictionary = Dictionary()
+    for i in range(60):
+        dictionary.add_symbol(f"w{i}")
+    sizes = dict(decoder_layers=1, decoder_embed_dim=16, decoder_attention_heads=2, decoder_head_dim=8,
+                 decoder_ffn_embed_dim=32, mem_len=5, dropout=0.0)
+    plain = SegatronXLModel(SegatronXLDecoder(SegatronXLConfig(**sizes, no_paragraph_part=True), dictionary,
+                                              torch.nn.Embedding(len(dictionary), 16)))
+    assert plain.segment_parts() == ["sentence"] and plain.decoding_window(7) == 12
+    assert plain.eos() == dictionary.eos() and not plain.has_adaptive_softmax()
+    cfg = SegatronXLConfig(**sizes, same_length=True, no_sentence_part=True, no_paragraph_part=True,
+                           adaptive_softmax_cutoff="20,40")
+    adaptive = SegatronXLModel(SegatronXLDecoder(cfg, dictionary, torch.nn.Embedding(len(dictionary), 16)))
+    assert adaptive.segment_parts() == [] and adaptive.decoding_window(7) == 5 and adaptive.has_adaptive_softmax()
+    features, target = torch.randn(2, 3, 16), torch.randint(4, len(dictionary), (6,))
+    logits, band_targets = adaptive.adaptive_softmax_bands(features, target)
+    expected_logits, expected_targets = adaptive.decoder.adaptive_softmax(features, target)
+    assert len(logits) == len(expected_logits) == 3
+    for band, expected in zip(logits + band_targets, expected_logits + expected_targets):
+        assert (band is None and expected is None) or torch.equal(band, expected)

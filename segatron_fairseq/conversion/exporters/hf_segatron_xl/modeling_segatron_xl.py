@@ -321,16 +321,17 @@ class SegatronXLModel(SegatronXLPreTrainedModel):
                                                   for flags in (sentence_starts, paragraph_starts)))
         embedded = self.get_input_embeddings()(input_ids) * self.embed_scale
         x = self.dropout(embedded.transpose(0, 1).contiguous())  # (T, B, d)
-        x, inputs, counters, _ = run_layer_stack(
+        stack = run_layer_stack(
             self.layers, x, starts, memory, self.part_dims, self.config.clamp_len,
             self.config.segment_distance_origin, self.content_bias, self.position_bias, self.config.mem_len,
             self.config.same_length, self.dropout)
-        if self.final_norm is not None:
-            x = self.final_norm(x)
+        x = stack.hidden if self.final_norm is None else self.final_norm(stack.hidden)
         hidden = self.dropout(x).transpose(0, 1)
         kept = self.config.mem_len if memory_length is None else memory_length
-        new_memory = SegatronXLMemory(next_window(inputs, counters, memory, kept), generation_stream) if use_cache \
-            else None
+        new_memory = None
+        if use_cache:
+            new_memory = SegatronXLMemory(next_window(stack.layer_inputs, stack.counters, memory, kept),
+                                          generation_stream)
         if not (return_dict if return_dict is not None else self.config.return_dict):
             return hidden, new_memory
         return BaseModelOutputWithPast(last_hidden_state=hidden, past_key_values=new_memory)

@@ -44,7 +44,7 @@ initialisation (``models.finetuning_restore``).
 """
 import logging
 import math
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Dict, Optional
 
 import torch
@@ -60,8 +60,8 @@ from torch import nn
 
 from segatron_fairseq.hub.checkpoints import DEFAULT_CHECKPOINT, load_pretrained
 from segatron_fairseq.hub.cloze_two_tower import ClozeTwoTowerHubInterface
-from segatron_fairseq.models.architecture_defaults import register_architecture, set_defaults
 from segatron_fairseq.models.finetuning_restore import append_vocabulary_rows, appended_symbols, restore_heads
+from segatron_fairseq.models.presets import register_presets
 from segatron_fairseq.modules import add_index_embeddings
 from segatron_fairseq.modules.backward_tower_indexes import backward_tower_indexes
 from segatron_fairseq.modules.cloze_combination import (
@@ -474,16 +474,7 @@ class ClozeTwoTowerModel(BaseFairseqModel):
         return ClozeTwoTowerHubInterface(loaded.cfg, loaded.task, loaded.model, loaded.corpus)
 
 
-def _apply(cfg, preset: str) -> None:
-    """``preset``'s fields where the user gave none, every other field the
-    config's default."""
-    set_defaults(cfg, **PRESETS[preset])
-    set_defaults(cfg, **{f.name: getattr(ClozeTwoTowerConfig, f.name) for f in fields(ClozeTwoTowerConfig)
-                         if f.name != "_name"})
-
-
-for _preset in PRESETS:
-    register_architecture("cloze_two_tower", f"cloze_two_tower_{_preset}", _apply, _preset)
+register_presets("cloze_two_tower", PRESETS, ClozeTwoTowerConfig)
 
 __all__ = ["ClozeClassificationHead", "ClozeTwoTower", "ClozeTwoTowerConfig", "ClozeTwoTowerModel", "LM_OUTPUT_SCALE",
            "PRESETS"]

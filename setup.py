@@ -8,7 +8,7 @@ from setuptools import find_packages, setup
 
 setup(
     name="segatron-fairseq",
-    version="0.2.0",
+    version="0.3.0",
     description="Segatron-XL, SegaBERT and Cross-Thought as a fairseq --user-dir plugin",
     python_requires=">=3.10",
     # the binarizer lives in preprocess/ and is installed as segatron_preprocess

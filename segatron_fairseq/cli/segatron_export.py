@@ -3,9 +3,9 @@
     segatron-export hf --checkpoint checkpoint_best.pt --data CORPUS --out DIR
 
 writes a Hugging Face directory: ``BertForMaskedLM`` for a segabert_bert_* model,
-``AlbertForMaskedLM`` for one with a factorized embedding or shared layers (segabert_bert_albert_*),
+``AlbertForMaskedLM`` for one with a factorized embedding or shared layers (albert_*),
 ``SegaBertForMaskedLM`` for SegaBERT and ``CrossThoughtForMaskedLM`` for Cross-Thought
-(remote code, ``trust_remote_code=True``); for a segabert_bert_electra_* model, DIR/discriminator
+(remote code, ``trust_remote_code=True``); for an electra_* model, DIR/discriminator
 (``ElectraForPreTraining``) and DIR/generator (``ElectraForMaskedLM``); ``XLNetLMHeadModel`` for
 XLNet with ``--positions token`` (with a sentencepiece corpus: its spiece.model for ``XLNetTokenizer``);
 ``SegatronXLForCausalLM`` for Segatron-XL and Transformer-XL (remote code, with the memory as

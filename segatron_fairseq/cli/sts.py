@@ -96,10 +96,10 @@ class SentenceEncoder:
         """(N, d) float embeddings."""
         from segatron_fairseq.criterions.siamese_classification import sentence_embedding
         from segatron_fairseq.data.sentence_prediction_dataset import SentencePredictionDataset
-        from segatron_fairseq.segments import segment_layout
+        from segatron_fairseq.segments import layout_of_paragraphs
 
         bos, eos, pad = self.dictionary.bos(), self.dictionary.eos(), self.dictionary.pad()
-        examples = [segment_layout([self.encode(s)], bos, eos, self.model.max_positions(), self.token_table)
+        examples = [layout_of_paragraphs([self.encode(s)], bos, eos, self.model.max_positions(), self.token_table)
                     for s in sentences]
         dataset = SentencePredictionDataset(examples, [0.0] * len(examples), pad, regression=True)
         out = []

@@ -6,7 +6,7 @@ boundary marker ``<s>`` (the paper's) at both ends.
 
 Every token of a block is a target; the two ``<s>`` are not (target = pad
 there). The indexes count from the block's first token (``from_block_start``;
-each ``<s>`` takes its neighbour's, as ``segments.build_layout`` lays them out)
+each ``<s>`` takes its neighbour's, as ``segments.layout_of_texts`` lays them out)
 and are clipped to the index tables, never shifted: SegaBERT's shift looks at
 the block's largest index, which would tell the forward tower how many
 boundaries lie to its right (the backward tower counts from the block's end:
@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from fairseq.data import FairseqDataset
 
-from segatron_fairseq.segments import Layout, Text, build_layout
+from segatron_fairseq.segments import Layout, Text, layout_of_texts
 from segatron_preprocess.corpus_format import INDEX_NAMES, document_starts
 
 from .segment_indexed_dataset import SegmentIndexedDataset
@@ -44,7 +44,7 @@ def block_layout(tokens: np.ndarray, indexes: Dict[str, np.ndarray], bos: int,
                  index_limits: Dict[str, int]) -> Layout:
     """``<s> tokens <s>`` with its indexes counted from the block's start and
     clipped to tables of ``index_limits`` rows."""
-    return build_layout([Text(tokens, from_block_start(indexes))], bos, bos, index_limits)
+    return layout_of_texts([Text(tokens, from_block_start(indexes))], bos, bos, index_limits)
 
 
 def block_target(layout_tokens: np.ndarray, pad: int) -> np.ndarray:

@@ -25,7 +25,7 @@ import numpy as np
 import torch
 from fairseq.data import FairseqDataset
 
-from segatron_fairseq.segments import example_layout
+from segatron_fairseq.segments import layout_of_run
 from segatron_preprocess.corpus_format import INDEX_NAMES, document_starts, sentence_starts
 
 from .segment_indexed_dataset import SegmentIndexedDataset
@@ -118,7 +118,7 @@ class DocumentExampleDataset(FairseqDataset):
         table = self.table
         lo = table.starts[self.first_sentence[index]]
         hi = table.stops[self.end_sentence[index] - 1]
-        layout = example_layout(
+        layout = layout_of_run(
             self.tokens[lo:hi], {name: values[lo:hi] for name, values in self.indexes.items()}, self.bos, self.eos,
             self.max_tokens, self.index_limits)
         item = {"tokens": torch.from_numpy(layout.tokens),

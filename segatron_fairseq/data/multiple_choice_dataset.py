@@ -6,7 +6,7 @@ with "_", has the option put in its place and is sentence 0 alone); the
 article's lines are paragraphs 1.., its sentences counted from 0 in each
 (``span_windows.tokenize_context``). Token indexes count within each
 sentence; [CLS] and [SEP] take their left neighbour's indexes ([CLS]: the
-first token's; ``segments.build_layout``); token type 0 up to the first
+first token's; ``segments.layout_of_texts``); token type 0 up to the first
 [SEP], 1 after. The article is cut at its end to fit ``max_positions``.
 Example, question "who ?", option "Al", article "A b . C d ." (whitespace
 words):
@@ -21,7 +21,7 @@ from typing import List, Sequence, Tuple
 
 import torch
 
-from segatron_fairseq.segments import Text, build_layout
+from segatron_fairseq.segments import Text, layout_of_texts
 from segatron_preprocess.corpus_format import INDEX_NAMES
 
 from .example_list_dataset import ExampleListDataset, segment_net_input
@@ -41,7 +41,7 @@ def option_layout(query: Sequence[Sequence[int]], article: TokenizedText, bos: i
     query_text = Text([t for text in query for t in text],
                       {"paragraph": [0] * (head - 2), "sentence": [n for n, text in enumerate(query) for _ in text],
                        "token": [k for text in query for k in range(len(text))]})
-    layout = build_layout([query_text, article.text(0, room)], bos, eos, table_sizes)
+    layout = layout_of_texts([query_text, article.text(0, room)], bos, eos, table_sizes)
     return (layout.tokens.tolist(), *(layout.indexes[name].tolist() for name in INDEX_NAMES),
             layout.token_type.tolist())
 

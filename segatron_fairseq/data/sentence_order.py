@@ -26,7 +26,7 @@ from typing import Dict, List, Tuple
 import numpy as np
 import torch
 
-from segatron_fairseq.segments import Text, build_layout
+from segatron_fairseq.segments import Text, layout_of_texts
 
 from .document_examples import DocumentExampleDataset
 
@@ -115,8 +115,8 @@ class SentenceOrderDataset(DocumentExampleDataset):
         indexes = {name: values[lo:hi][keep][:budget] for name, values in self.indexes.items()}
         split = split_point(indexes["token"], self.split_draw[index])
         swap = bool(self.swap[index])
-        layout = build_layout(sentence_order_texts(tokens, indexes, split, swap), self.bos, self.eos,
-                              self.index_limits)
+        layout = layout_of_texts(sentence_order_texts(tokens, indexes, split, swap), self.bos, self.eos,
+                                 self.index_limits)
         item = {"tokens": torch.from_numpy(layout.tokens), "token_type": torch.from_numpy(layout.token_type),
                 **{name: torch.from_numpy(values) for name, values in layout.indexes.items()},
                 "sentence_order": int(swap)}

@@ -5,7 +5,7 @@ Two texts: [CLS] a_1 .. a_n [SEP] b_1 .. b_m [SEP]
            a: paragraph 0, sentence 0;  b: paragraph 1, sentence 0
 Token indexes count within each text from 0; [CLS] and [SEP] take the indexes
 of their neighbouring token on the left ([CLS]: the first token's;
-``segments.build_layout``). BERT's token type (segment A / B) is the text's
+``segments.layout_of_texts``). BERT's token type (segment A / B) is the text's
 number, so it equals the paragraph index here and goes to the model as
 ``token_type``.
 """

@@ -1,6 +1,6 @@
 """Sentence pairs for a siamese encoder: each text laid out alone as SegaBERT
 encodes one text ([CLS] text [SEP], paragraph 0, sentence 0, token indexes
-from 0; ``segments.segment_layout``). A batch holds
+from 0; ``segments.layout_of_paragraphs``). A batch holds
 ``net_input`` (the first texts), ``net_input_b`` (the second texts) and the
 target."""
 from typing import List

@@ -11,7 +11,7 @@ A window is [CLS] question [SEP] context[a:b] [SEP]; the question (cut to
 ``max_query_tokens``) is paragraph 0, sentence 0, token indexes 0..; the
 context keeps its own indexes (a window that starts mid-sentence starts at
 that token's index); [CLS] and [SEP] take their left neighbour's indexes
-([CLS]: the first question token's; ``segments.build_layout``). Token type: 0
+([CLS]: the first question token's; ``segments.layout_of_texts``). Token type: 0
 up to the first [SEP], 1 after. Example, question "who ?", context "A b . C d .\\nE f ." (whitespace
 words, stride large enough for one window):
 
@@ -34,7 +34,7 @@ from typing import Callable, List, Optional, Sequence, Tuple
 import torch
 from fairseq.data import data_utils
 
-from segatron_fairseq.segments import Text, build_layout
+from segatron_fairseq.segments import Text, layout_of_texts
 from segatron_preprocess import sentences
 from segatron_preprocess.corpus_format import INDEX_NAMES
 
@@ -53,7 +53,7 @@ class TokenizedText:
     char_end: List[int]  # exclusive
 
     def text(self, start: int = 0, end: Optional[int] = None) -> Text:
-        """Tokens ``start:end`` as a text of ``segments.build_layout``."""
+        """Tokens ``start:end`` as a text of ``segments.layout_of_texts``."""
         return Text(self.ids[start:end], {"paragraph": self.paragraph[start:end],
                                           "sentence": self.sentence[start:end], "token": self.token[start:end]})
 
@@ -184,7 +184,7 @@ def question_windows(number: int, question: List[int], context: TokenizedText, a
     outside = [-1] * head
     windows = []
     for k, (start, end) in enumerate(spans):
-        layout = build_layout([query, context.text(start, end)], bos, eos, table_sizes)
+        layout = layout_of_texts([query, context.text(start, end)], bos, eos, table_sizes)
         start_position = end_position = 0
         if answer is not None and start <= answer[0] and answer[1] < end:
             start_position, end_position = head + answer[0] - start, head + answer[1] - start

@@ -8,7 +8,7 @@ words (a word longer than a window keeps its first pieces). Every word is in
 exactly one window. Indexes (``data/conll.py``): paragraph 0, each sentence
 its number in the document, each sub-word its position in its sentence (a
 window that starts mid-sentence starts at that token's index); [CLS] and
-[SEP] take their neighbour's (``segments.build_layout``). Example, a document
+[SEP] take their neighbour's (``segments.layout_of_texts``). Example, a document
 of two sentences "A b ." and "C d ." (whitespace words) after another one:
 
     token     [CLS] A  b  .  C  d  .  [SEP]
@@ -27,7 +27,7 @@ from typing import List, Sequence, Tuple
 import torch
 from fairseq.data import data_utils
 
-from segatron_fairseq.segments import Text, build_layout
+from segatron_fairseq.segments import Text, layout_of_texts
 from segatron_preprocess.corpus_format import INDEX_NAMES
 
 from .cloze_blocks import from_block_start
@@ -119,7 +119,7 @@ def _window(sentences: Sequence[EncodedSentence], runs, room: int, bos: int, eos
     indexes = {"paragraph": [0] * len(ids), "sentence": sentence_index, "token": token_index}
     if from_window_start:
         indexes = from_block_start(indexes)
-    layout = build_layout([Text(ids, indexes)], bos, eos, table_sizes)
+    layout = layout_of_texts([Text(ids, indexes)], bos, eos, table_sizes)
     return TokenWindow(layout.tokens.tolist(), *(layout.indexes[name].tolist() for name in INDEX_NAMES),
                        layout.token_type.tolist(), word_positions, targets, words)
 

@@ -13,7 +13,7 @@ into sentences and paragraphs (one per line) by the corpus's own binarizer
 path (``segatron_preprocess.text_encoder``), ``</s>`` left out, [CLS] and
 [SEP] with their neighbours' indexes, indexes above a table fitted by the
 paper's rule (``segatron_fairseq.segments``). A pair is laid out as fine-tuning does
-(``segments.segment_layout``): first text paragraph 0,
+(``segments.layout_of_paragraphs``): first text paragraph 0,
 second paragraph 1.
 """
 from typing import Dict, List, Optional, Tuple, Union
@@ -23,7 +23,7 @@ import torch
 from torch import nn
 
 from segatron_fairseq.hub.checkpoints import DEFAULT_CHECKPOINT, load_pretrained
-from segatron_fairseq.segments import MASK_SYMBOL, TABLE_SIZES, example_layout, segment_layout
+from segatron_fairseq.segments import MASK_SYMBOL, TABLE_SIZES, layout_of_paragraphs, layout_of_run
 from segatron_preprocess.text_encoder import TextEncoder
 
 
@@ -56,15 +56,15 @@ class SegaBERTHubInterface(nn.Module):
         encoded = self.text_encoder.encode(text, "lines")
         indexes = {"paragraph": encoded.paragraph_index, "sentence": encoded.sentence_index,
                    "token": encoded.token_index}
-        layout = example_layout(encoded.tokens, indexes, self.dictionary.bos(), self.dictionary.eos(),
-                                self.max_positions, self.table_sizes)
+        layout = layout_of_run(encoded.tokens, indexes, self.dictionary.bos(), self.dictionary.eos(),
+                               self.max_positions, self.table_sizes)
         return {"src_tokens": layout.tokens, **{f"{name}_index": values for name, values in layout.indexes.items()}}
 
     def _pair(self, text_a: str, text_b: str) -> Dict[str, np.ndarray]:
         texts = [self.text_encoder.encode(t, "lines").tokens for t in (text_a, text_b)]
         texts = [t[t != self.dictionary.eos()] for t in texts]
-        tokens, paragraph, sentence, token = segment_layout(texts, self.dictionary.bos(), self.dictionary.eos(),
-                                                            self.max_positions, self.table_sizes["token"])
+        tokens, paragraph, sentence, token = layout_of_paragraphs(texts, self.dictionary.bos(), self.dictionary.eos(),
+                                                                  self.max_positions, self.table_sizes["token"])
         return {"src_tokens": tokens, "paragraph_index": paragraph, "sentence_index": sentence,
                 "token_index": token, "token_type": paragraph}
 

@@ -44,7 +44,7 @@ initialisation (``models.vocabulary_rows``).
 """
 import logging
 import math
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Dict, Optional
 
 import torch
@@ -58,8 +58,8 @@ from fairseq.modules import AdaptiveSoftmax, CharacterTokenEmbedder, FairseqDrop
 from fairseq.modules.transformer_layer import TransformerDecoderLayerBase
 from torch import nn
 
-from segatron_fairseq.models.architecture_defaults import register_architecture, set_defaults
 from segatron_fairseq.models.encoder_interface import EncoderInterface
+from segatron_fairseq.models.presets import register_presets
 from segatron_fairseq.models.task_heads import TaskHeads
 from segatron_fairseq.models.vocabulary_rows import append_vocabulary_rows, appended_symbols
 from segatron_fairseq.modules import add_index_embeddings
@@ -490,16 +490,7 @@ class ClozeTwoTowerModel(EncoderInterface, BaseFairseqModel):
                                                          overrides)
 
 
-def _apply(cfg, preset: str) -> None:
-    """``preset``'s fields where the user gave none, every other field the
-    config's default."""
-    set_defaults(cfg, **PRESETS[preset])
-    set_defaults(cfg, **{f.name: getattr(ClozeTwoTowerConfig, f.name) for f in fields(ClozeTwoTowerConfig)
-                         if f.name != "_name"})
-
-
-for _preset in PRESETS:
-    register_architecture("cloze_two_tower", f"cloze_two_tower_{_preset}", _apply, _preset)
+register_presets("cloze_two_tower", PRESETS, ClozeTwoTowerConfig)
 
 __all__ = ["ClozeClassificationHead", "ClozeTwoTower", "ClozeTwoTowerConfig", "ClozeTwoTowerModel", "LM_OUTPUT_SCALE",
            "PRESETS"]

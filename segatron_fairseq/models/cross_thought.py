@@ -18,14 +18,13 @@ heads and special indexes, ``sequence_embeddings`` and ``cross_states``
 from typing import List, Optional, Tuple
 
 import torch
-from fairseq.models import register_model, register_model_architecture
+from fairseq.models import register_model
 from fairseq.models.roberta.model import RobertaEncoder, RobertaModel, base_architecture
-from fairseq.utils import safe_getattr
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from segatron_fairseq.models.architecture_defaults import TINY_ENCODER, set_defaults
 from segatron_fairseq.models.encoder_interface import EncoderInterface
+from segatron_fairseq.models.presets import TINY_ENCODER, register_presets, set_defaults
 from segatron_fairseq.models.task_heads import TaskHeads
 from segatron_fairseq.modules import CrossSequenceLayer
 
@@ -263,7 +262,7 @@ class CrossThoughtModel(EncoderInterface, RobertaModel):
 
     @classmethod
     def build_model(cls, args, task):
-        cross_thought_base_architecture(args)
+        cross_thought_defaults(args)
         return cls(args, CrossThoughtEncoder(args, task.source_dictionary))
 
     def register_classification_head(self, name, num_classes=None, inner_dim=None, **kwargs):
@@ -324,34 +323,24 @@ class CrossThoughtModel(EncoderInterface, RobertaModel):
         return self.args.max_positions - self.args.num_special_tokens
 
 
-def _cross_thought_defaults(args):
-    args.num_special_tokens = safe_getattr(args, "num_special_tokens", 5)
-    args.cross_layers = safe_getattr(args, "cross_layers", 1)
-    args.pair_pooling = safe_getattr(args, "pair_pooling", "flatten")
-    args.init_std = safe_getattr(args, "init_std", BERT_INIT_STD)
-    args.encoder_chunk_sequences = safe_getattr(args, "encoder_chunk_sequences", 0)
-    for flag in ("shared_special_embedding", "share_cross_layers", "cross_mask_self", "no_cross_layer",
-                 "fixed_word_positions"):
-        if safe_getattr(args, flag, None) is None:
-            setattr(args, flag, False)
-    # the paper draws 64 word positions from 0..564 for 5 special tokens
-    args.max_positions = safe_getattr(args, "max_positions", 640)
-
-
-@register_model_architecture("cross_thought", "cross_thought_base")
-def cross_thought_base_architecture(args):
-    _cross_thought_defaults(args)
+def cross_thought_defaults(args) -> None:
+    """The paper's settings, then RoBERTa's base architecture."""
+    set_defaults(args, num_special_tokens=5, cross_layers=1, pair_pooling="flatten", init_std=BERT_INIT_STD,
+                 encoder_chunk_sequences=0, shared_special_embedding=False, share_cross_layers=False,
+                 cross_mask_self=False, no_cross_layer=False, fixed_word_positions=False,
+                 # the paper draws 64 word positions from 0..564 for 5 special tokens
+                 max_positions=640)
     base_architecture(args)
 
 
-@register_model_architecture("cross_thought", "cross_thought_tiny")
-def cross_thought_tiny_architecture(args):
-    set_defaults(args, **TINY_ENCODER)
-    args.max_positions = safe_getattr(args, "max_positions", 128)
-    # BERT's 0.02 suits width 768; at width 64 it leaves the cross-sequence route (word -> special state ->
-    # other sequence -> masked word) too weak to start learning, so 1 / sqrt(width) as in Xavier's scale
-    args.init_std = safe_getattr(args, "init_std", args.encoder_embed_dim ** -0.5)
-    cross_thought_base_architecture(args)
+def narrow_init_std(args) -> float:
+    """1 / sqrt(width), as in Xavier's scale: BERT's 0.02 suits width 768; at width 64 it leaves the
+    cross-sequence route (word -> special state -> other sequence -> masked word) too weak to start learning."""
+    return args.encoder_embed_dim ** -0.5
+
+
+CROSS_THOUGHT_PRESETS = {"base": {}, "tiny": dict(TINY_ENCODER, max_positions=128, init_std=narrow_init_std)}
+register_presets("cross_thought", CROSS_THOUGHT_PRESETS, cross_thought_defaults)
 
 
 __all__ = ["CrossThoughtEncoder", "CrossThoughtModel", "PairClassificationHead"]

@@ -14,18 +14,13 @@ from typing import Dict, List, Optional
 
 import torch
 from fairseq.models import register_model
-from fairseq.models.roberta.model import (
-    RobertaEncoder,
-    RobertaModel,
-    base_architecture,
-    roberta_large_architecture,
-)
+from fairseq.models.roberta.model import RobertaEncoder, RobertaModel, base_architecture
 from fairseq.modules.transformer_sentence_encoder import init_bert_params
 from fairseq.utils import safe_getattr
 from torch import nn
 
-from segatron_fairseq.models.architecture_defaults import TINY_ENCODER, register_architecture, set_defaults
 from segatron_fairseq.models.encoder_interface import EncoderInterface
+from segatron_fairseq.models.presets import TINY_ENCODER, apply_preset, register_presets, set_defaults
 from segatron_fairseq.models.task_heads import TaskHeads
 from segatron_fairseq.modules import (
     FactorizedLMHead,
@@ -225,7 +220,7 @@ class SegaBERTModel(EncoderInterface, RobertaModel):
 
     @classmethod
     def build_model(cls, args, task):
-        segabert_architecture(args, segment_positions=True, roberta_architecture=base_architecture)
+        apply_preset(args, SEGABERT_PRESETS["base"], segabert_defaults)
         if not safe_getattr(args, "max_positions", None):
             args.max_positions = task.max_positions() or 512
         return cls(args, SegaBERTEncoder(args, task.source_dictionary))
@@ -245,49 +240,41 @@ def check_sharing_options(args) -> None:
                          "(without sharing every layer is its own)")
 
 
-def _segment_defaults(args, segment_positions: bool):
-    set_defaults(args, no_segment_positions=not segment_positions,
-                 **{f"max_{name}_index": size for name, size in TABLE_SIZES.items()})
+def segabert_defaults(args) -> None:
+    """The index tables unless ``--no-segment-positions`` (then BERT's learned
+    absolute positions), then RoBERTa's base architecture."""
+    set_defaults(args, no_segment_positions=False, **{f"max_{name}_index": size for name, size in TABLE_SIZES.items()})
     # SegaBERT replaces absolute positions by the token index within the sentence
     args.no_token_positional_embeddings = not args.no_segment_positions
+    base_architecture(args)
 
 
-def segabert_architecture(args, segment_positions: bool, roberta_architecture, tiny: bool = False) -> None:
-    """SegaBERT (index tables) or BERT (absolute positions) at a RoBERTa size;
-    the base and large sizes have BERT's two token types."""
-    _segment_defaults(args, segment_positions)
-    if tiny:
-        set_defaults(args, **TINY_ENCODER)
-    set_defaults(args, num_token_types=0 if tiny else 2)
-    roberta_architecture(args)
+def without_index_tables(presets: Dict[str, dict]) -> Dict[str, dict]:
+    """``presets`` with BERT's learned absolute positions instead of the index tables."""
+    return {name: dict(preset, no_segment_positions=True) for name, preset in presets.items()}
 
 
-for _arch, _segment_positions, _roberta, _tiny in (("segabert_base", True, base_architecture, False),
-                                                   ("segabert_large", True, roberta_large_architecture, False),
-                                                   ("segabert_bert_base", False, base_architecture, False),
-                                                   ("segabert_bert_large", False, roberta_large_architecture, False),
-                                                   ("segabert_tiny", True, base_architecture, True),
-                                                   ("segabert_bert_tiny", False, base_architecture, True)):
-    register_architecture("segabert", _arch, segabert_architecture, _segment_positions, _roberta, _tiny)
-
-# ALBERT's sizes (layers, hidden size, heads); the feed-forward width is 4 H, the embedding E = 128
-ALBERT_SIZES = {"base": (12, 768, 12), "large": (24, 1024, 16), "xlarge": (24, 2048, 32), "xxlarge": (12, 4096, 64)}
+def encoder_size(layers: int, width: int, heads: int) -> dict:
+    """An encoder of ``layers`` layers ``width`` wide with ``heads`` heads and a feed-forward 4 x ``width`` wide."""
+    return dict(encoder_layers=layers, encoder_embed_dim=width, encoder_ffn_embed_dim=4 * width,
+                encoder_attention_heads=heads)
 
 
-def albert_architecture(args, segment_positions: bool, size: str) -> None:
-    """ALBERT (Lan et al., 2020) on the SegaBERT encoder: factorized embedding
-    (E = 128), every layer sharing one layer's weights, the tanh GeLU
-    (``gelu_accurate``), BERT's two token types; with or without the index tables."""
-    layers, hidden, heads = ALBERT_SIZES[size]
-    set_defaults(args, encoder_layers=layers, encoder_embed_dim=hidden, encoder_ffn_embed_dim=4 * hidden,
-                 encoder_attention_heads=heads, factorized_embed_dim=128, share_encoder_layers="all",
-                 encoder_layer_groups=1, activation_fn="gelu_accurate")
-    segabert_architecture(args, segment_positions, base_architecture)
+# BERT's sizes, with its two token types; tiny: the demo's and the tests'
+SEGABERT_PRESETS = {"base": dict(encoder_size(12, 768, 12), num_token_types=2),
+                    "large": dict(encoder_size(24, 1024, 16), num_token_types=2),
+                    "tiny": dict(TINY_ENCODER, num_token_types=0)}
+# ALBERT (Lan et al., 2020) at its sizes: factorized embedding (E = 128), every layer sharing one layer's
+# weights, the tanh GeLU (gelu_accurate), BERT's two token types
+ALBERT_PRESETS = {size: dict(encoder_size(*shape), num_token_types=2, factorized_embed_dim=128,
+                             share_encoder_layers="all", encoder_layer_groups=1, activation_fn="gelu_accurate")
+                  for size, shape in {"base": (12, 768, 12), "large": (24, 1024, 16), "xlarge": (24, 2048, 32),
+                                      "xxlarge": (12, 4096, 64)}.items()}
 
-
-for _size in ALBERT_SIZES:
-    register_architecture("segabert", f"segabert_albert_{_size}", albert_architecture, True, _size)
-    register_architecture("segabert", f"segabert_bert_albert_{_size}", albert_architecture, False, _size)
-
+register_presets("segabert", SEGABERT_PRESETS, segabert_defaults)
+register_presets("segabert", without_index_tables(SEGABERT_PRESETS), segabert_defaults, prefix="segabert_bert")
+register_presets("segabert", ALBERT_PRESETS, segabert_defaults, prefix="segabert_albert")
+register_presets("segabert", without_index_tables(ALBERT_PRESETS), segabert_defaults, prefix="albert",
+                 alias_prefix="segabert_bert_albert")
 
 __all__ = ["SegaBERTEncoder", "SegaBERTModel"]

@@ -3,7 +3,7 @@ generator and a discriminator that tells, for every token, whether the
 generator replaced it (criterion ``electra``).
 
 Both are ``SegaBERTEncoder``s, with the index tables or, with
-``--no-segment-positions`` (architectures ``segabert_bert_electra_*``),
+``--no-segment-positions`` (architectures ``electra_*``),
 BERT's learned positions. They share the whole embedding scope: the word
 table, the index tables (or positions), the token types and the embedding
 LayerNorm, all E = ``--factorized-embed-dim`` wide; each has its own
@@ -31,24 +31,15 @@ from typing import Optional
 import torch
 from fairseq import utils
 from fairseq.models import register_model
-from fairseq.models.roberta.model import base_architecture
 from fairseq.modules.transformer_sentence_encoder import init_bert_params
 from fairseq.utils import safe_getattr
 from torch import nn
 
-from segatron_fairseq.models.architecture_defaults import TINY_ENCODER, register_architecture, set_defaults
-from segatron_fairseq.models.segabert import SegaBERTEncoder, SegaBERTModel, segabert_architecture
+from segatron_fairseq.models.presets import TINY_ENCODER, apply_preset, register_presets
+from segatron_fairseq.models.segabert import SegaBERTEncoder, SegaBERTModel, segabert_defaults, without_index_tables
 
 logger = logging.getLogger(__name__)
 
-# the sizes of ELECTRA's configure_pretraining.py (base: E = H, so no projection); tiny: the tests' and the demo's
-ELECTRA_SIZES = {
-    "small": dict(encoder_layers=12, encoder_embed_dim=256, encoder_attention_heads=4, encoder_ffn_embed_dim=1024,
-                  factorized_embed_dim=128, generator_width_fraction=0.25),
-    "base": dict(encoder_layers=12, encoder_embed_dim=768, encoder_attention_heads=12, encoder_ffn_embed_dim=3072,
-                 factorized_embed_dim=768, generator_width_fraction=1 / 3),
-    "tiny": dict(TINY_ENCODER, factorized_embed_dim=32, generator_width_fraction=0.25),
-}
 GENERATOR_PREFIX = "generator."
 RTD_HEAD = "rtd_head"
 
@@ -162,7 +153,7 @@ class SegaBERTElectraModel(SegaBERTModel):
 
     @classmethod
     def build_model(cls, args, task):
-        electra_architecture(args, segment_positions=True, size="small")
+        apply_preset(args, ELECTRA_PRESETS["small"], segabert_defaults)
         if not safe_getattr(args, "max_positions", None):
             args.max_positions = task.max_positions() or 512
         pretraining = getattr(task, "mask_idx", None) is not None
@@ -205,16 +196,19 @@ class SegaBERTElectraModel(SegaBERTModel):
         super().upgrade_state_dict_named(state_dict, name)
 
 
-def electra_architecture(args, segment_positions: bool, size: str) -> None:
-    """ELECTRA's discriminator and generator at ``size`` (``ELECTRA_SIZES``),
-    with the index tables or BERT's positions."""
-    set_defaults(args, **ELECTRA_SIZES[size])
-    segabert_architecture(args, segment_positions, base_architecture, tiny=size == "tiny")
+# the sizes of ELECTRA's configure_pretraining.py (base: E = H, so no projection), with BERT's two token types;
+# tiny: the tests' and the demo's
+ELECTRA_PRESETS = {
+    "small": dict(encoder_layers=12, encoder_embed_dim=256, encoder_attention_heads=4, encoder_ffn_embed_dim=1024,
+                  factorized_embed_dim=128, generator_width_fraction=0.25, num_token_types=2),
+    "base": dict(encoder_layers=12, encoder_embed_dim=768, encoder_attention_heads=12, encoder_ffn_embed_dim=3072,
+                 factorized_embed_dim=768, generator_width_fraction=1 / 3, num_token_types=2),
+    "tiny": dict(TINY_ENCODER, factorized_embed_dim=32, generator_width_fraction=0.25, num_token_types=0),
+}
 
-
-for _size in ELECTRA_SIZES:
-    register_architecture("segabert_electra", f"segabert_electra_{_size}", electra_architecture, True, _size)
-    register_architecture("segabert_electra", f"segabert_bert_electra_{_size}", electra_architecture, False, _size)
+register_presets("segabert_electra", ELECTRA_PRESETS, segabert_defaults)
+register_presets("segabert_electra", without_index_tables(ELECTRA_PRESETS), segabert_defaults, prefix="electra",
+                 alias_prefix="segabert_bert_electra")
 
 
 __all__ = ["ElectraDiscriminatorEncoder", "ReplacedTokenHead", "SegaBERTElectraModel", "generator_sizes"]

@@ -12,7 +12,7 @@ start of every pass. It is not saved in checkpoints.
 import functools
 import logging
 import math
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
 import torch
@@ -26,7 +26,7 @@ from torch import Tensor, nn
 
 from segatron_fairseq.hub.checkpoints import DEFAULT_CHECKPOINT, load_pretrained
 from segatron_fairseq.hub.segatron_xl import SegatronXLHubInterface
-from segatron_fairseq.models.architecture_defaults import register_architecture, set_defaults
+from segatron_fairseq.models.presets import register_presets
 from segatron_fairseq.models.segatron_xl_decoding import DecodingCache, GenerationSetup
 from segatron_fairseq.models.segatron_xl_presets import MODEL_PRESETS, SEGMENT_PARTS
 from segatron_fairseq.modules import (
@@ -457,24 +457,6 @@ class SegatronXLModel(FairseqLanguageModel):
         return SegatronXLHubInterface(loaded.cfg, loaded.task, loaded.model)
 
 
-def _apply(cfg, model: str, preset: str) -> None:
-    """``preset``'s fields where the user gave none; Transformer-XL always
-    without segment parts; every other field the config's default (a
-    checkpoint saved with ``--arch`` by an older version lacks the newer
-    fields)."""
-    if model == "transformer_xl":
-        for name, value in SEGMENT_PARTS[model].items():
-            setattr(cfg, name, value)
-    else:
-        set_defaults(cfg, **SEGMENT_PARTS[model])
-    set_defaults(cfg, **MODEL_PRESETS[preset])
-    set_defaults(cfg, **{f.name: getattr(SegatronXLConfig, f.name) for f in fields(SegatronXLConfig)
-                         if f.name != "_name"})
-
-
-for _arch, _model, _preset in (("segatron_xl_wt103_base", "segatron_xl", "wt103_base"),
-                               ("transformer_xl_wt103_base", "transformer_xl", "wt103_base"),
-                               ("segatron_xl_wt103_large", "segatron_xl", "wt103_large"),
-                               ("segatron_xl_tiny", "segatron_xl", "tiny"),
-                               ("transformer_xl_tiny", "transformer_xl", "tiny")):
-    register_architecture("segatron_xl", _arch, _apply, _model, _preset)
+register_presets("segatron_xl", MODEL_PRESETS, SegatronXLConfig)
+register_presets("segatron_xl", {name: MODEL_PRESETS[name] for name in ("wt103_base", "tiny")}, SegatronXLConfig,
+                 prefix="transformer_xl", fixed=SEGMENT_PARTS["transformer_xl"])

@@ -38,7 +38,7 @@ segatron`` the sentence and paragraph starts come from the indexes
 our other encoders; XLNet's own code puts its ``<cls>`` last and reads that).
 """
 import logging
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Dict, List, NamedTuple, Optional
 
 import torch
@@ -48,8 +48,8 @@ from fairseq.models import BaseFairseqModel, register_model
 from fairseq.models.roberta.model import RobertaClassificationHead
 from torch import Tensor, nn
 
-from segatron_fairseq.models.architecture_defaults import register_architecture, set_defaults
 from segatron_fairseq.models.encoder_interface import EncoderInterface
+from segatron_fairseq.models.presets import register_presets
 from segatron_fairseq.models.task_heads import TaskHeads
 from segatron_fairseq.models.vocabulary_rows import append_vocabulary_rows, appended_symbols
 from segatron_fairseq.modules import ORIGINS, RelativeSegments, XLNetLayer, segment_part_dims
@@ -365,11 +365,4 @@ class XLNetModel(EncoderInterface, BaseFairseqModel):
         self.classification_heads.restore(state_dict, prefix + "classification_heads.")
 
 
-def _apply(cfg, preset: str) -> None:
-    """``preset``'s fields where the user gave none, every other field the config's default."""
-    set_defaults(cfg, **XLNET_PRESETS[preset])
-    set_defaults(cfg, **{f.name: getattr(XLNetConfig, f.name) for f in fields(XLNetConfig) if f.name != "_name"})
-
-
-for _preset in XLNET_PRESETS:
-    register_architecture("xlnet", f"xlnet_{_preset}", _apply, _preset)
+register_presets("xlnet", XLNET_PRESETS, XLNetConfig)

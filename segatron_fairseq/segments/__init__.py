@@ -4,7 +4,15 @@ the one rule that fits indexes into them (``levels``), the [CLS] / [SEP]
 layout of an encoder input (``layout``) and the symbols fine-tuning appends
 (``symbols``).
 It imports numpy and the on-disk format only."""
-from .layout import Layout, Text, build_layout, example_layout, segment_layout, shorten_longest
+from .layout import (
+    Layout,
+    ParagraphsLayout,
+    Text,
+    layout_of_paragraphs,
+    layout_of_run,
+    layout_of_texts,
+    shorten_longest,
+)
 from .levels import LEVELS, SEGMENT_LEVELS, TABLE_SIZES, fit_to_table
 from .symbols import MASK_SYMBOL, SEP_SYMBOL
 
@@ -12,13 +20,14 @@ __all__ = [
     "LEVELS",
     "Layout",
     "MASK_SYMBOL",
+    "ParagraphsLayout",
     "SEGMENT_LEVELS",
     "SEP_SYMBOL",
     "TABLE_SIZES",
     "Text",
-    "build_layout",
-    "example_layout",
+    "layout_of_texts",
+    "layout_of_run",
     "fit_to_table",
-    "segment_layout",
+    "layout_of_paragraphs",
     "shorten_longest",
 ]

@@ -1,7 +1,7 @@
 """One input of the encoders (SegaBERT and its BERT baseline): texts joined as
 ``[CLS] text_0 [SEP] text_1 [SEP] ...`` with every level's index and BERT's
 token type at each position. The pre-training examples, every fine-tuning
-layout and the hub's ``encode`` are built by ``build_layout``; they differ
+layout and the hub's ``encode`` are built by ``layout_of_texts``; they differ
 only in the texts and the indexes they give them.
 
 - [CLS] takes the indexes of the first text's first token (0 when that text is
@@ -20,7 +20,7 @@ Example: text 0 "who ?" (paragraph 0, sentence 0), text 1 "A b . C d ."
     type        0    0  0    0   1  1  1  1  1  1    1
 """
 from dataclasses import dataclass
-from typing import Dict, List, Mapping, NamedTuple, Sequence, Tuple
+from typing import Dict, List, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
@@ -61,7 +61,7 @@ def _with_separators(columns: List[np.ndarray]) -> np.ndarray:
     return np.concatenate(pieces)
 
 
-def build_layout(texts: Sequence[Text], bos: int, eos: int, table_sizes: Mapping[str, int]) -> Layout:
+def layout_of_texts(texts: Sequence[Text], bos: int, eos: int, table_sizes: Mapping[str, int]) -> Layout:
     """``[CLS] texts[0] [SEP] texts[1] [SEP] ...`` (``bos`` is [CLS], ``eos``
     [SEP]) with the indexes fitted to tables of ``table_sizes`` rows."""
     if not texts:
@@ -87,26 +87,37 @@ def shorten_longest(texts: Sequence[Sequence[int]], budget: int) -> List[List[in
     return texts
 
 
-def example_layout(tokens: np.ndarray, indexes: Dict[str, np.ndarray], bos: int, eos: int, max_tokens: int,
-                   index_limits: Dict[str, int]) -> Layout:
+def layout_of_run(tokens: np.ndarray, indexes: Dict[str, np.ndarray], bos: int, eos: int, max_tokens: int,
+                  index_limits: Dict[str, int]) -> Layout:
     """A pre-training example from a run of a split (tokens and their
     indexes, (N,) each): ``</s>`` left out, cut to ``max_tokens`` with [CLS]
     (``bos``) first and [SEP] (``eos``) last, as one text of
-    ``build_layout`` (indexes fitted to tables of ``index_limits`` rows)."""
+    ``layout_of_texts`` (indexes fitted to tables of ``index_limits`` rows)."""
     keep = tokens != eos
     budget = max_tokens - 2
     text = Text(tokens[keep][:budget], {name: values[keep][:budget] for name, values in indexes.items()})
-    return build_layout([text], bos, eos, index_limits)
+    return layout_of_texts([text], bos, eos, index_limits)
 
 
-def segment_layout(texts: Sequence[Sequence[int]], bos: int, eos: int, max_positions: int,
-                   max_token_index: int) -> Tuple[List[int], List[int], List[int], List[int]]:
-    """Token ids and (paragraph, sentence, token) indexes of one example. The
-    longest text is shortened until the example fits ``max_positions``; token
-    indexes above the table (``max_token_index`` rows) are clipped."""
+class ParagraphsLayout(NamedTuple):
+    """One encoder input whose texts are paragraphs (``layout_of_paragraphs``),
+    (T,) lists: token ids and each level's index."""
+
+    tokens: List[int]
+    paragraph: List[int]
+    sentence: List[int]
+    token: List[int]
+
+
+def layout_of_paragraphs(texts: Sequence[Sequence[int]], bos: int, eos: int, max_positions: int,
+                         max_token_index: int) -> ParagraphsLayout:
+    """The layout of ``texts`` as text k = paragraph k of one sentence, each
+    token's index counted from the text's start. The longest text is
+    shortened until the example fits ``max_positions``; token indexes above
+    the table (``max_token_index`` rows) are clipped."""
     texts = shorten_longest(texts, max_positions - 1 - len(texts))
-    layout = build_layout([Text(text, {"paragraph": [number] * len(text), "sentence": [0] * len(text),
-                                       "token": range(len(text))}) for number, text in enumerate(texts)],
-                          bos, eos, {**TABLE_SIZES, "token": max_token_index})
-    return (layout.tokens.tolist(), layout.indexes["paragraph"].tolist(), layout.indexes["sentence"].tolist(),
-            layout.indexes["token"].tolist())
+    layout = layout_of_texts([Text(text, {"paragraph": [number] * len(text), "sentence": [0] * len(text),
+                                          "token": range(len(text))}) for number, text in enumerate(texts)],
+                             bos, eos, {**TABLE_SIZES, "token": max_token_index})
+    return ParagraphsLayout(layout.tokens.tolist(), *(layout.indexes[level].tolist()
+                                                      for level in ("paragraph", "sentence", "token")))

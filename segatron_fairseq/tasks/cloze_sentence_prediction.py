@@ -11,7 +11,7 @@ or the column options). Each example is laid out as the paper's:
 ``<sep>`` the paper's new separator, appended to the pre-training corpus's
 dictionary here (its row is added to a pre-trained checkpoint's table when it
 is loaded: ``ClozeTwoTowerModel._upgrade_for_finetuning``). The indexes are
-SegaBERT's fine-tuning layout (``segment_layout``: text k in paragraph k,
+SegaBERT's fine-tuning layout (``layout_of_paragraphs``: text k in paragraph k,
 sentence 0, token indexes counted in each text, each boundary taking its left
 neighbour's), for models pre-trained with ``--segment-positions`` or
 ``--token-positions sentence``. The model gets the paper's head
@@ -28,7 +28,7 @@ from fairseq.tasks import register_task
 
 from segatron_fairseq.data.sentence_prediction_dataset import SentencePredictionDataset
 from segatron_fairseq.models.cloze_two_tower import ClozeTwoTowerModel
-from segatron_fairseq.segments import SEP_SYMBOL, segment_layout
+from segatron_fairseq.segments import SEP_SYMBOL, layout_of_paragraphs
 from segatron_fairseq.tasks.finetuning_task import FinetuningTask
 from segatron_fairseq.tasks.single_dictionary_task import load_corpus_dictionary
 from segatron_fairseq.tasks.text_classification import TextClassificationConfig, TextClassificationTask
@@ -74,8 +74,8 @@ class ClozeSentencePredictionTask(TextClassificationTask):
         bos, separator = self.dictionary.bos(), self.dictionary.index(SEP_SYMBOL)
         examples = []
         for example in texts:
-            tokens, *indexes = segment_layout([self.encode_text(t) for t in example], bos, separator,
-                                              self.cfg.max_positions, self.cfg.max_positions)
+            tokens, *indexes = layout_of_paragraphs([self.encode_text(t) for t in example], bos, separator,
+                                                    self.cfg.max_positions, self.cfg.max_positions)
             tokens[-1] = bos  # <s> a <sep> b <sep> -> <s> a <sep> b <s>
             examples.append((tokens, *indexes))
         return SentencePredictionDataset(examples, targets, self.dictionary.pad(), regression=self.labels is None)

@@ -13,7 +13,7 @@ from typing import List
 from fairseq.tasks import register_task
 
 from segatron_fairseq.data.sentence_prediction_dataset import SentencePredictionDataset
-from segatron_fairseq.segments import TABLE_SIZES, segment_layout
+from segatron_fairseq.segments import TABLE_SIZES, layout_of_paragraphs
 from segatron_fairseq.tasks.text_classification import TextClassificationConfig, TextClassificationTask
 
 logger = logging.getLogger(__name__)
@@ -35,8 +35,8 @@ class SegaBERTSentencePredictionTask(TextClassificationTask):
     def examples_dataset(self, texts: List[List[str]], targets: list) -> SentencePredictionDataset:
         """The dataset of examples given as their texts (one or two each) and targets."""
         bos, eos = self.dictionary.bos(), self.dictionary.eos()
-        examples = [segment_layout([self.encode(t) for t in example], bos, eos, self.cfg.max_positions,
-                                   self.cfg.max_token_index) for example in texts]
+        examples = [layout_of_paragraphs([self.encode(t) for t in example], bos, eos, self.cfg.max_positions,
+                                         self.cfg.max_token_index) for example in texts]
         return SentencePredictionDataset(examples, targets, self.dictionary.pad(), regression=self.labels is None)
 
     def max_positions(self):

@@ -30,7 +30,7 @@ ALBERT = {"task.tokens_per_sample": 512, "task.mask_prob": 0.15, "task.sentence_
 OBJECTIVE_YAMLS = [("spanbert_base", "segabert_base", "span_boundary_mlm", SPANBERT),
                    ("spanbert_bert_base", "segabert_bert_base", "span_boundary_mlm", SPANBERT),
                    ("albert_base", "segabert_albert_base", "masked_lm_sop", ALBERT),
-                   ("albert_bert_base", "segabert_bert_albert_base", "masked_lm_sop", ALBERT)]
+                   ("albert_bert_base", "albert_base", "masked_lm_sop", ALBERT)]
 SPANBERT_YAMLS = [config for config in OBJECTIVE_YAMLS if config[0].startswith("spanbert_")]
 ALBERT_YAMLS = [config for config in OBJECTIVE_YAMLS if config[0].startswith("albert_")]
 # the GPUs each yaml's comment counts
@@ -121,9 +121,9 @@ def test_albert_yamls_train_at_their_shapes(name, arch, criterion, settings, cor
 # ELECTRA's yamls: (config name, architecture, its settings as dotted keys)
 ELECTRA_YAMLS = [
     ("electra_small", "segabert_electra_small", "electra_small"),
-    ("electra_bert_small", "segabert_bert_electra_small", "electra_small"),
+    ("electra_bert_small", "electra_small", "electra_small"),
     ("electra_base", "segabert_electra_base", "electra_base"),
-    ("electra_bert_base", "segabert_bert_electra_base", "electra_base"),
+    ("electra_bert_base", "electra_base", "electra_base"),
 ]
 # ELECTRA's configure_pretraining.py; the base run's 766K updates are the paper's
 _ELECTRA = {"task._name": "segabert_mlm", "criterion._name": "electra", "criterion.rtd_weight": 50.0,
@@ -184,4 +184,4 @@ def test_electra_yamls_train_at_their_shapes(name, arch, settings, corpus_137k, 
     assert model["encoder.sentence_encoder.embed_tokens.weight"].shape[1] == e
     generator_width = round(32 * (0.25 if settings == "electra_small" else 1 / 3))
     assert model["generator.sentence_encoder.layers.0.fc1.weight"].shape == (4 * generator_width, generator_width)
-    assert ("encoder.segment_embeddings.token.weight" in model) == (not arch.startswith("segabert_bert_"))
+    assert ("encoder.segment_embeddings.token.weight" in model) == arch.startswith("segabert_")

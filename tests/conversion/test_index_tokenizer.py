@@ -82,7 +82,7 @@ def test_stream_layout_gives_the_binarizers_tokens_and_starts_of_held_out_text(t
 def test_encoder_layout_gives_the_text_encoders_ids_indexes_and_token_types(tmp_path, corpus):
     """A text (lines are paragraphs) and a pair, as SegaBERTModel.encode lays them out: the text encoder's items,
     </s> left out, [CLS] / [SEP] with their neighbours' indexes, cut to the model's length; <mask> stays whole."""
-    from segatron_fairseq.segments import example_layout, segment_layout
+    from segatron_fairseq.segments import layout_of_paragraphs, layout_of_run
     from segatron_preprocess.text_encoder import TextEncoder
 
     corpus_dir, _ = corpus
@@ -90,9 +90,9 @@ def test_encoder_layout_gives_the_text_encoders_ids_indexes_and_token_types(tmp_
     encoder = TextEncoder(str(corpus_dir), dictionary, keep=("<mask>",))
     text = "Mr. Smith fished at St. Mary 's Bay . The U.S. survey found 3 @.@ 5 lobsters .\nIt grew . It <mask> ."
     ours = encoder.encode(text, "lines")
-    layout = example_layout(ours.tokens, {"paragraph": ours.paragraph_index, "sentence": ours.sentence_index,
-                                          "token": ours.token_index}, dictionary.bos(), dictionary.eos(), 512,
-                            {"paragraph": 50, "sentence": 100, "token": 256})
+    layout = layout_of_run(ours.tokens, {"paragraph": ours.paragraph_index, "sentence": ours.sentence_index,
+                                         "token": ours.token_index}, dictionary.bos(), dictionary.eos(), 512,
+                           {"paragraph": 50, "sentence": 100, "token": 256})
     encoded = tokenizer(text)
     assert encoded["input_ids"] == layout.tokens.tolist()
     for name in ("paragraph", "sentence", "token"):
@@ -105,7 +105,7 @@ def test_encoder_layout_gives_the_text_encoders_ids_indexes_and_token_types(tmp_
     assert len(tokenizer(long_text, truncation=True, max_length=20)["token_index"]) == 20
     texts = [[i for i in encoder.encode(t, "lines").tokens if i != dictionary.eos()]
              for t in ("Dr. Jones fished .", "It grew .")]
-    tokens, paragraph, sentence, token = segment_layout(texts, dictionary.bos(), dictionary.eos(), 512, 256)
+    tokens, paragraph, sentence, token = layout_of_paragraphs(texts, dictionary.bos(), dictionary.eos(), 512, 256)
     pair = tokenizer("Dr. Jones fished .", "It grew .")
     assert (pair["input_ids"], pair["paragraph_index"], pair["sentence_index"], pair["token_index"],
             pair["token_type_ids"]) == (tokens, paragraph, sentence, token, paragraph)

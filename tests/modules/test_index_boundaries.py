@@ -3,7 +3,7 @@ layout of the fine-tuning tasks against the starts by hand."""
 import torch
 
 from segatron_fairseq.modules.index_boundaries import index_boundaries
-from segatron_fairseq.segments import TABLE_SIZES, Text, build_layout
+from segatron_fairseq.segments import TABLE_SIZES, Text, layout_of_texts
 
 
 def _indexes(paragraph, sentence, token):
@@ -33,7 +33,7 @@ def test_a_layout_of_paragraphs_and_sentences():
     texts = [Text([5, 6], {"paragraph": [0, 0], "sentence": [0, 0], "token": [0, 1]}),
              Text([7, 8, 9, 10, 11, 12], {"paragraph": [1, 1, 2, 2, 2, 2], "sentence": [0, 0, 0, 0, 1, 1],
                                           "token": [0, 1, 0, 1, 0, 1]})]
-    layout = build_layout(texts, 0, 2, TABLE_SIZES)
+    layout = layout_of_texts(texts, 0, 2, TABLE_SIZES)
     assert layout.tokens.tolist() == [0, 5, 6, 2, 7, 8, 9, 10, 11, 12, 2]
     boundaries = index_boundaries({level: torch.from_numpy(index)[None] for level, index in layout.indexes.items()},
                                   None)

@@ -11,8 +11,9 @@ from segatron_fairseq.segments import (
     SEGMENT_LEVELS,
     TABLE_SIZES,
     Text,
-    build_layout,
     fit_to_table,
+    layout_of_paragraphs,
+    layout_of_texts,
     shorten_longest,
 )
 from segatron_preprocess.corpus_format import INDEX_NAMES
@@ -48,7 +49,7 @@ def test_two_texts_by_hand():
     """The module docstring's example: 'who ?' then 'A b . C d .' (paragraph 1, two sentences)."""
     question = _text([10, 11], [0, 0], [0, 0], [0, 1])
     context = _text([20, 21, 22, 23, 24, 25], [1] * 6, [0, 0, 0, 1, 1, 1], [0, 1, 2, 0, 1, 2])
-    layout = build_layout([question, context], BOS, EOS, TABLE_SIZES)
+    layout = layout_of_texts([question, context], BOS, EOS, TABLE_SIZES)
     assert layout.tokens.tolist() == [0, 10, 11, 2, 20, 21, 22, 23, 24, 25, 2]
     assert list(layout.indexes) == ["paragraph", "sentence", "token"]
     assert layout.indexes["paragraph"].tolist() == [0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1]
@@ -63,7 +64,7 @@ def test_one_text_mid_document_is_shifted_into_the_tables():
     """A pre-training example from paragraph 60 on (tables of 4 rows here): [CLS] and [SEP] copy the
     first / last token before the fit, then the whole column moves down together."""
     text = _text([5, 6, 7], [6, 6, 7], [2, 3, 0], [0, 0, 0])
-    layout = build_layout([text], BOS, EOS, {"paragraph": 4, "sentence": 4, "token": 4})
+    layout = layout_of_texts([text], BOS, EOS, {"paragraph": 4, "sentence": 4, "token": 4})
     assert layout.tokens.tolist() == [0, 5, 6, 7, 2]
     assert layout.indexes["paragraph"].tolist() == [2, 2, 2, 3, 3]  # 6 6 6 7 7 shifted by 4
     assert layout.indexes["sentence"].tolist() == [2, 2, 3, 0, 0]  # fits as it is
@@ -73,12 +74,12 @@ def test_one_text_mid_document_is_shifted_into_the_tables():
 
 def test_empty_texts_take_their_neighbours():
     """An empty first text: [CLS] 0; an empty later text: its [SEP] copies the [SEP] before it."""
-    layout = build_layout([_text([], [], [], []), _text([7], [1], [0], [3])], BOS, EOS, TABLE_SIZES)
+    layout = layout_of_texts([_text([], [], [], []), _text([7], [1], [0], [3])], BOS, EOS, TABLE_SIZES)
     assert layout.tokens.tolist() == [0, 2, 7, 2]
     assert layout.indexes["paragraph"].tolist() == [0, 0, 1, 1]
     assert layout.indexes["token"].tolist() == [0, 0, 3, 3]
     assert layout.token_type.tolist() == [0, 0, 1, 1]
-    layout = build_layout([_text([7], [0], [0], [0]), _text([], [], [], [])], BOS, EOS, TABLE_SIZES)
+    layout = layout_of_texts([_text([7], [0], [0], [0]), _text([], [], [], [])], BOS, EOS, TABLE_SIZES)
     assert layout.indexes["paragraph"].tolist() == [0, 0, 0, 0] and layout.token_type.tolist() == [0, 0, 0, 0]
 
 
@@ -106,3 +107,13 @@ def test_segment_distances_spells_the_segment_levels_as_the_layout_does():
     from segatron_fairseq.modules import segment_distances
 
     assert segment_distances.SEGMENT_LEVELS == SEGMENT_LEVELS
+
+
+def test_layout_of_paragraphs_is_layout_of_texts_one_paragraph_each():
+    """Text k is paragraph k of one sentence, tokens counted from its start; the columns come back by name."""
+    layout = layout_of_paragraphs([[7, 8], [9]], BOS, EOS, 512, 256)
+    expected = layout_of_texts([_text([7, 8], [0, 0], [0, 0], [0, 1]), _text([9], [1], [0], [0])], BOS, EOS,
+                               TABLE_SIZES)
+    assert layout.tokens == expected.tokens.tolist() == [BOS, 7, 8, EOS, 9, EOS]
+    for level in ("paragraph", "sentence", "token"):
+        assert getattr(layout, level) == expected.indexes[level].tolist(), level

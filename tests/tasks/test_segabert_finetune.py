@@ -8,23 +8,23 @@ from conftest import fairseq_train, run_cli
 
 from segatron_fairseq.data.glue_tsv import GLUE_TASKS, read_tsv
 from segatron_fairseq.evaluation.glue_metrics import f1, matthews, pearson, spearman
-from segatron_fairseq.segments import segment_layout
+from segatron_fairseq.segments import layout_of_paragraphs
 
 
 def test_pair_layout_follows_the_paper():
-    tokens, paragraph, sentence, token = segment_layout([[10, 11, 12], [20, 21]], bos=0, eos=2,
-                                                        max_positions=512, max_token_index=256)
+    tokens, paragraph, sentence, token = layout_of_paragraphs([[10, 11, 12], [20, 21]], bos=0, eos=2,
+                                                              max_positions=512, max_token_index=256)
     assert tokens == [0, 10, 11, 12, 2, 20, 21, 2]
     assert paragraph == [0, 0, 0, 0, 0, 1, 1, 1]
     assert sentence == [0] * 8
     assert token == [0, 0, 1, 2, 2, 0, 1, 1]
-    tokens, paragraph, _, token = segment_layout([[5] * 10], bos=0, eos=2, max_positions=6, max_token_index=3)
+    tokens, paragraph, _, token = layout_of_paragraphs([[5] * 10], bos=0, eos=2, max_positions=6, max_token_index=3)
     assert tokens == [0, 5, 5, 5, 5, 2] and paragraph == [0] * 6 and token == [0, 0, 1, 2, 2, 2]
 
 
 def test_truncation_shortens_the_longest_text():
-    tokens, paragraph, _, _ = segment_layout([[1] * 10, [3] * 4], bos=0, eos=2, max_positions=11,
-                                             max_token_index=256)
+    tokens, paragraph, _, _ = layout_of_paragraphs([[1] * 10, [3] * 4], bos=0, eos=2, max_positions=11,
+                                                   max_token_index=256)
     assert len(tokens) == 11 and paragraph.count(0) == 1 + 4 + 1 and paragraph.count(1) == 4 + 1
 
 

@@ -10,7 +10,7 @@ from fairseq.data import Dictionary
 
 from segatron_fairseq.data import SegmentIndexedDataset, SentenceOrderDataset
 from segatron_fairseq.data.sentence_order import sentence_order_texts, split_point
-from segatron_fairseq.segments import build_layout
+from segatron_fairseq.segments import layout_of_texts
 
 LIMITS = {"paragraph": 50, "sentence": 100, "token": 256}
 
@@ -91,8 +91,8 @@ def test_index_streams_cannot_tell_a_pair_from_its_swap():
     ids = np.arange(10, 24)
     indexes = {"paragraph": paragraph, "sentence": sentence, "token": token}
     # A = the first 8 tokens (sentences of 3 | 3, 2), B = the last 6 (sentences 4 | 2): different structure
-    in_order = build_layout(sentence_order_texts(ids, indexes, 8, swap=False), 0, 2, LIMITS)
-    swapped = build_layout(sentence_order_texts(ids, indexes, 8, swap=True), 0, 2, LIMITS)
+    in_order = layout_of_texts(sentence_order_texts(ids, indexes, 8, swap=False), 0, 2, LIMITS)
+    swapped = layout_of_texts(sentence_order_texts(ids, indexes, 8, swap=True), 0, 2, LIMITS)
     assert in_order.indexes["paragraph"].tolist() == [3, 3, 3, 3, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6]
     assert swapped.indexes["paragraph"].tolist() == [3, 3, 3, 3, 3, 4, 4, 4, 5, 5, 5, 6, 6, 6, 6, 6, 6]
     assert swapped.indexes["sentence"].tolist() == [2, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1]
@@ -100,14 +100,14 @@ def test_index_streams_cannot_tell_a_pair_from_its_swap():
     b_first = {k: np.concatenate([v[8:], v[:8]]) for k, v in indexes.items()}
     b_first["paragraph"] = np.array([3, 3, 3, 3, 4, 4, 5, 5, 5, 6, 6, 6, 6, 6])
     b_first["sentence"] = np.array([2, 2, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1])
-    as_in_order = build_layout(sentence_order_texts(ids, b_first, 6, swap=False), 0, 2, LIMITS)
+    as_in_order = layout_of_texts(sentence_order_texts(ids, b_first, 6, swap=False), 0, 2, LIMITS)
     for name in ("paragraph", "sentence", "token"):
         assert as_in_order.indexes[name].tolist() == swapped.indexes[name].tolist(), name
     # A and B of one structure: identical index tensors for the pair and its swap
     same = {"paragraph": np.array([7, 7, 8, 8, 8, 9, 9, 10, 10, 10]), "sentence": np.array([1, 1, 0, 0, 0] * 2),
             "token": np.array([0, 1, 0, 1, 2] * 2)}
-    pair = build_layout(sentence_order_texts(ids[:10], same, 5, swap=False), 0, 2, LIMITS)
-    swap = build_layout(sentence_order_texts(ids[:10], same, 5, swap=True), 0, 2, LIMITS)
+    pair = layout_of_texts(sentence_order_texts(ids[:10], same, 5, swap=False), 0, 2, LIMITS)
+    swap = layout_of_texts(sentence_order_texts(ids[:10], same, 5, swap=True), 0, 2, LIMITS)
     assert pair.tokens.tolist() != swap.tokens.tolist()
     for name in ("paragraph", "sentence", "token"):
         assert pair.indexes[name].tolist() == swap.indexes[name].tolist(), name

@@ -1,5 +1,5 @@
 """A factorized or layer-sharing ``segabert`` model without index tables
-(``--no-segment-positions``; e.g. ``segabert_bert_albert_*``) as Hugging
+(``--no-segment-positions``; e.g. ``albert_*``) as Hugging
 Face's ``AlbertForMaskedLM``. The inverse of ``importers/albert.py``: layer N,
 the first of its group (``--encoder-layer-groups`` G; every layer its own
 group without sharing), becomes ``albert.encoder.albert_layer_groups.g.albert_layers.0``;

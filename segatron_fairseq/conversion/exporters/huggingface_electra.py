@@ -20,7 +20,7 @@ from .model_card import CheckpointFacts
 def _check(model) -> None:
     if model.encoder.segment_positions:
         raise NotImplementedError("an ELECTRA model with index tables (segabert_electra_*) has no Hugging Face class; "
-                                  "the segabert_bert_electra_* baseline has")
+                                  "the electra_* baseline has")
     if model.generator is None or model.encoder.rtd_head is None:
         raise NotImplementedError("an ELECTRA model without its generator (fine-tuned) has no ElectraForPreTraining "
                                   "/ ElectraForMaskedLM pair")

@@ -1,6 +1,6 @@
 """Hugging Face's ``AlbertForMaskedLM`` / ``AlbertForPreTraining`` as a
 ``segabert`` checkpoint without index tables (``--no-segment-positions``,
-architecture ``segabert_bert_albert_base`` sized by the config): factorized
+architecture ``albert_base`` sized by the config): factorized
 embedding, cross-layer sharing by groups, and, with AlbertForPreTraining's
 sentence-order classifier, the task's ``sentence_order`` head.
 
@@ -53,7 +53,7 @@ def _arguments(config: Dict, sop: bool, source: str) -> List[str]:
         raise NotImplementedError(f"{source}: embedding_size equals hidden_size; ALBERT's projection between "
                                   "them has no place in an unfactorized model")
     max_positions = config["max_position_embeddings"]
-    arguments = ["--arch", "segabert_bert_albert_base", "--encoder-layers", config["num_hidden_layers"],
+    arguments = ["--arch", "albert_base", "--encoder-layers", config["num_hidden_layers"],
                  "--encoder-embed-dim", config["hidden_size"], "--factorized-embed-dim", config["embedding_size"],
                  "--encoder-ffn-embed-dim", config["intermediate_size"],
                  "--encoder-attention-heads", config["num_attention_heads"], "--activation-fn", activation,

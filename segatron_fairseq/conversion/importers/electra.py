@@ -45,7 +45,7 @@ def _arguments(discriminator: Dict, generator: Dict, source: str) -> List[str]:
     if discriminator["hidden_act"] != "gelu":  # the generator's head applies gelu whatever the config says
         raise NotImplementedError(f"{source}: hidden_act {discriminator['hidden_act']!r} (supported: gelu)")
     arguments = bert._arguments(discriminator, False, source)
-    arguments[arguments.index("--arch") + 1] = "segabert_bert_electra_base"
+    arguments[arguments.index("--arch") + 1] = "electra_base"
     arguments += ["--factorized-embed-dim", discriminator["embedding_size"],
                   "--generator-embed-dim", generator["hidden_size"],
                   "--generator-ffn-embed-dim", generator["intermediate_size"],

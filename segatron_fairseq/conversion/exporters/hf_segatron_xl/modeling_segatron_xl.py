@@ -56,7 +56,7 @@ from .corpus_format import INDEX_NAMES  # noqa: F401,E402  isort: skip
 from .document_items import Segmenter  # noqa: F401,E402  isort: skip
 from .errors import PreprocessError  # noqa: F401,E402  isort: skip
 from .indexer import DocumentIndexer  # noqa: F401,E402  isort: skip
-from .layout import build_layout  # noqa: F401,E402  isort: skip
+from .layout import layout_of_texts  # noqa: F401,E402  isort: skip
 from .levels import fit_to_table  # noqa: F401,E402  isort: skip
 from .sentences import sentence_numbers  # noqa: F401,E402  isort: skip
 from .subwords import Words  # noqa: F401,E402  isort: skip

@@ -12,9 +12,9 @@ dictionary (``vocab.txt``). Three layouts (``layout`` in tokenizer_config.json):
 - ``encoder`` (SegaBERT, as ``SegaBERTModel.encode``): ``<s> text </s>`` with
   ``paragraph_index``, ``sentence_index``, ``token_index`` (``</s>`` of
   paragraphs left out, [CLS] / [SEP] with their neighbours' indexes, indexes
-  fitted to the tables, ``segments.example_layout``); a pair ``<s> a </s> b
+  fitted to the tables, ``segments.layout_of_run``); a pair ``<s> a </s> b
   </s>`` with paragraph and token type = the text's number
-  (``segments.segment_layout``). Text longer than the model reads is cut.
+  (``segments.layout_of_paragraphs``). Text longer than the model reads is cut.
 - ``stream`` (Segatron-XL, as its hub's prompts): ``</s>`` then the text's
   tokens, with ``sentence_starts`` and ``paragraph_starts`` (1 at a token
   that starts a sentence / paragraph); a paragraph's ``</s>`` is kept, the
@@ -39,7 +39,7 @@ from transformers import BatchEncoding, PreTrainedTokenizer
 
 from .corpus_format import INDEX_NAMES, paragraph_starts, sentence_starts
 from .document_items import Segmenter, Stats, items
-from .layout import example_layout, segment_layout
+from .layout import layout_of_paragraphs, layout_of_run
 from .sentences import load_params, params_from_json
 from .subwords import SentencePiece, WordPiece, Words
 from .units import normalize, read_text_units
@@ -166,15 +166,14 @@ class SegmentIndexTokenizer(PreTrainedTokenizer):
             tokens = np.concatenate([item.ids for item in found]).astype(np.int64)
             indexes = {name: np.concatenate([getattr(item, name) for item in found]).astype(np.int64)
                        for name in INDEX_NAMES}
-            layout = example_layout(tokens, indexes, self.bos_token_id, self.eos_token_id, max_length, sizes)
+            layout = layout_of_run(tokens, indexes, self.bos_token_id, self.eos_token_id, max_length, sizes)
             columns = {"input_ids": layout.tokens, "token_type_ids": layout.token_type,
                        **{f"{name}_index": layout.indexes[name] for name in INDEX_NAMES}}
             return {key: np.asarray(values).tolist() for key, values in columns.items()}
         texts = [[i for item in self._items(t) for i in item.ids if i != self.eos_token_id] for t in (text, text_pair)]
-        tokens, paragraph, sentence, token = segment_layout(texts, self.bos_token_id, self.eos_token_id, max_length,
-                                                            sizes["token"])
-        return {"input_ids": tokens, "token_type_ids": paragraph, "paragraph_index": paragraph,
-                "sentence_index": sentence, "token_index": token}
+        layout = layout_of_paragraphs(texts, self.bos_token_id, self.eos_token_id, max_length, sizes["token"])
+        return {"input_ids": layout.tokens, "token_type_ids": layout.paragraph, "paragraph_index": layout.paragraph,
+                "sentence_index": layout.sentence, "token_index": layout.token}
 
     def _stream_layout(self, text: str) -> Dict[str, List[int]]:
         found = self._items(text)

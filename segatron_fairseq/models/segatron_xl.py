@@ -24,8 +24,6 @@ from fairseq.modules import AdaptiveInput, AdaptiveSoftmax
 from omegaconf import DictConfig, open_dict
 from torch import Tensor, nn
 
-from segatron_fairseq.hub.checkpoints import DEFAULT_CHECKPOINT, load_pretrained
-from segatron_fairseq.hub.segatron_xl import SegatronXLHubInterface
 from segatron_fairseq.models.presets import register_presets
 from segatron_fairseq.models.segatron_xl_decoding import DecodingCache, GenerationSetup
 from segatron_fairseq.models.segatron_xl_presets import MODEL_PRESETS, SEGMENT_PARTS
@@ -445,16 +443,18 @@ class SegatronXLModel(FairseqLanguageModel):
         return self.decoder.adaptive_softmax(features, target)
 
     @classmethod
-    def from_pretrained(cls, model_name_or_path: str, checkpoint_file: str = DEFAULT_CHECKPOINT,
-                        data_name_or_path: str = ".", **overrides) -> SegatronXLHubInterface:
+    def from_pretrained(cls, model_name_or_path: str, checkpoint_file: Optional[str] = None,
+                        data_name_or_path: str = ".", **overrides):
         """A ``SegatronXLHubInterface`` (``encode``, ``score``, ``sample``,
         ``generate``, ``attention``) of the checkpoint
         ``model_name_or_path/checkpoint_file``; ``data_name_or_path`` is the
         segatron-preprocess directory it was trained on (relative to the model
         directory when it starts with '.'; ``hub.checkpoints``: the checks and
         errors of every hub)."""
-        loaded = load_pretrained("segatron_xl", model_name_or_path, checkpoint_file, data_name_or_path, overrides)
-        return SegatronXLHubInterface(loaded.cfg, loaded.task, loaded.model)
+        from segatron_fairseq.hub.segatron_xl import SegatronXLHubInterface  # the hub sits above the models
+
+        return SegatronXLHubInterface.from_pretrained(model_name_or_path, checkpoint_file, data_name_or_path,
+                                                      overrides)
 
 
 register_presets("segatron_xl", MODEL_PRESETS, SegatronXLConfig)

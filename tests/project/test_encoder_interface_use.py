@@ -16,15 +16,6 @@ from segatron_fairseq.models.encoder_interface import EncoderInterface
 ROOT = Path(__file__).resolve().parents[2]
 CHECKED = ["tasks", "criterions", "hub", "cli", "evaluation"]
 CONFIGURATIONS = {"cfg", "args"}  # ``cfg.model`` is the model's configuration, not the model
-# Known uses still allowed: Segatron-XL's decoder paths (its adaptive softmax, decoding window, dictionary, segment
-# parts), which the rewrite of Segatron-XL replaces. (file, the use's code) -> why; remove each entry once its file
-# asks the model through its class (the last test says when an entry is no longer used).
-ALLOWED = {
-    ("criterions/segatron_lm_loss.py", "model.decoder"): "Segatron-XL decoder: its adaptive softmax",
-    ("tasks/segatron_lm.py", "model.decoder"): "Segatron-XL decoder: segment parts, decoding window",
-    ("hub/segatron_xl.py", "self.model.decoder"): "Segatron-XL decoder: decoding window",
-    ("evaluation/token_losses.py", "model.decoder"): "Segatron-XL decoder: its dictionary",
-}
 
 
 def offered_names() -> Set[str]:
@@ -68,12 +59,8 @@ def uses() -> List[Tuple[str, int, str]]:
 def test_no_probing_or_internals_of_models():
     assert {"token_features", "task_head", "index_tables", "eval"} <= offered_names()
     assert not {"encoder", "args", "classification_heads", "network", "generator"} & offered_names()
-    problems = [f"segatron_fairseq/{path}:{line}: {code}" for path, line, code in uses() if (path, code) not in ALLOWED]
+    problems = [f"segatron_fairseq/{path}:{line}: {code}" for path, line, code in uses()]
     assert not problems, "models used past their interface (models/encoder_interface.py):\n" + "\n".join(problems)
-
-
-def test_every_allowed_use_is_still_there():
-    assert set(ALLOWED) <= {(path, code) for path, _, code in uses()}
 
 
 def test_the_checker_sees_probes_and_paths():

@@ -29,10 +29,7 @@ LAYERS = [
 UPWARD_IMPORTS: Dict[Tuple[str, str], str] = {
     **{(f"segatron_fairseq.models.{model}", f"segatron_fairseq.hub.{model}"):
        "fairseq's Model.from_pretrained returns the model's hub interface (imported when called)"
-       for model in ("segabert", "cloze_two_tower", "cross_thought")},
-    # Segatron-XL's module imports its hub at the top; its rewrite (another change) moves that into from_pretrained
-    ("segatron_fairseq.models.segatron_xl", "segatron_fairseq.hub.checkpoints"): "Segatron-XL's from_pretrained",
-    ("segatron_fairseq.models.segatron_xl", "segatron_fairseq.hub.segatron_xl"): "Segatron-XL's from_pretrained",
+       for model in ("segabert", "cloze_two_tower", "cross_thought", "segatron_xl")},
 }
 # packages whose every module belongs to the layer (the plugin layer is the package's __init__ alone)
 _WHOLE = {prefix for _, prefixes in LAYERS for prefix in prefixes if prefix != "segatron_fairseq"}

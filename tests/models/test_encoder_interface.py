@@ -1,6 +1,6 @@
-"""Every registered encoder model implements ``models/encoder_interface.py`` (tiny ones, of ``tests/tiny_models.py``), and its task
-heads restore through the one ``TaskHeads`` routine, old key layout (heads among RoBERTa's classification heads)
-included."""
+"""Every registered encoder model implements ``models/encoder_interface.py`` (tiny ones, of
+``tests/tiny_models.py``), and its task heads restore through the one ``TaskHeads`` routine, old key layout (heads
+among RoBERTa's classification heads) included."""
 import pytest
 import torch
 from fairseq.models import MODEL_REGISTRY

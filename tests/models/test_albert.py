@@ -5,32 +5,13 @@ import re
 
 import pytest
 import torch
-from fairseq import options
-from fairseq.data import Dictionary
+from tiny_models import dictionary, tiny_model
 
-from segatron_fairseq import PLUGIN_DIR
-from segatron_fairseq.models.segabert import SegaBERTModel
 from segatron_fairseq.modules.shared_layers import layer_groups
 
 
-class _Task:
-    """What SegaBERTModel.build_model reads of a task."""
-
-    def __init__(self, num_symbols):
-        self.source_dictionary = Dictionary()
-        for i in range(num_symbols - len(self.source_dictionary)):
-            self.source_dictionary.add_symbol(f"w{i}")
-
-    def max_positions(self):
-        return 512
-
-
 def build(arch, *extra, num_symbols=40):
-    parser = options.get_training_parser()
-    args = options.parse_args_and_arch(parser, ["data", "--user-dir", PLUGIN_DIR, "--task", "segabert_mlm",
-                                                "--arch", arch, *[str(e) for e in extra]])
-    torch.manual_seed(0)
-    return SegaBERTModel.build_model(args, _Task(num_symbols)).eval()
+    return tiny_model(arch, *extra, width=(), vocabulary=dictionary(words=num_symbols - 4))
 
 
 def tiny(sharing, *extra):

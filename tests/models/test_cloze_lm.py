@@ -8,11 +8,10 @@ import pytest
 import torch
 from conftest import PLUGIN_DIR, fairseq_train, run_cli
 from fairseq.data import Dictionary
-from fairseq.models import ARCH_CONFIG_REGISTRY
+from tiny_models import dictionary, tiny_model
 
 from segatron_fairseq.criterions.cloze_lm import ClozeLMCriterion, shifted_targets
 from segatron_fairseq.data import ClozeBlockDataset, SegmentIndexedDataset, block_layout
-from segatron_fairseq.models.cloze_two_tower import ClozeTwoTower, ClozeTwoTowerModel
 from segatron_preprocess.corpus_format import document_starts
 
 
@@ -58,13 +57,7 @@ def test_block_indexes_count_from_the_block_start_and_are_clipped_not_shifted():
 
 
 def _tiny_model():
-    cfg = argparse.Namespace()
-    ARCH_CONFIG_REGISTRY["cloze_two_tower_tiny"](cfg)
-    torch.manual_seed(0)
-    words = Dictionary()
-    for i in range(26):
-        words.add_symbol(f"w{i}")
-    return ClozeTwoTowerModel(cfg, ClozeTwoTower(cfg, words)).eval()
+    return tiny_model("cloze_two_tower_tiny", width=(), vocabulary=dictionary(words=26))
 
 
 def test_shifted_targets_are_the_next_and_previous_tokens():

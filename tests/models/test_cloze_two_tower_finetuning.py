@@ -1,35 +1,19 @@
 """Fine-tuning the cloze two-tower model: the GLUE head reads exactly the boundary outputs, starts at zero,
 scales by 16 and sees the combination unmasked; a pre-trained table gets the fine-tuning symbols' rows."""
-import argparse
-import types
-
 import pytest
 import torch
-from fairseq.data import Dictionary
-from fairseq.models import ARCH_CONFIG_REGISTRY
+from tiny_models import dictionary, tiny_model
 
-import segatron_fairseq  # noqa: F401  (registers the architectures)
-from segatron_fairseq.models.cloze_two_tower import LM_OUTPUT_SCALE, ClozeTwoTowerConfig, ClozeTwoTowerModel
+from segatron_fairseq.models.cloze_two_tower import LM_OUTPUT_SCALE, ClozeTwoTowerModel
 from segatron_fairseq.segments import MASK_SYMBOL, SEP_SYMBOL
 
 PAD = 1
 
 
-def dictionary(*appended) -> Dictionary:
-    words = Dictionary()
-    for i in range(36):
-        words.add_symbol(f"w{i}")
-    for symbol in appended:
-        words.add_symbol(symbol)
-    return words
-
-
 def model(*appended, seed=0, **options) -> ClozeTwoTowerModel:
-    args = argparse.Namespace(**options)
-    ARCH_CONFIG_REGISTRY["cloze_two_tower_tiny"](args)
-    cfg = ClozeTwoTowerConfig(**{k: v for k, v in vars(args).items() if hasattr(ClozeTwoTowerConfig, k)})
-    torch.manual_seed(seed)
-    return ClozeTwoTowerModel.build_model(cfg, types.SimpleNamespace(source_dictionary=dictionary(*appended)))
+    """cloze_two_tower_tiny (in training mode) over ``dictionary(*appended)``, with ``options`` (config fields)."""
+    flags = [str(part) for name, value in options.items() for part in (f"--{name.replace('_', '-')}", value)]
+    return tiny_model("cloze_two_tower_tiny", *flags, width=(), seed=seed, vocabulary=dictionary(*appended)).train()
 
 
 def pairs_batch(net):

@@ -1,17 +1,11 @@
-"""Every registered encoder model implements ``models/encoder_interface.py`` (tiny ones, built here), and its task
-heads restore through the one ``TaskHeads`` routine, old key layout (heads among RoBERTa's classification heads)
-included."""
-import types
-
+"""Every registered encoder model implements ``models/encoder_interface.py`` (tiny ones, of
+``tests/tiny_models.py``), and its task heads restore through the one ``TaskHeads`` routine, old key layout (heads
+among RoBERTa's classification heads) included."""
 import pytest
 import torch
-from fairseq import options
-from fairseq.data import Dictionary
-from fairseq.models import ARCH_MODEL_REGISTRY, MODEL_REGISTRY
-from test_cloze_two_tower_finetuning import model as tiny_cloze
-from test_xlnet import tiny_model as tiny_xlnet
+from fairseq.models import MODEL_REGISTRY
+from tiny_models import tiny_model
 
-from segatron_fairseq import PLUGIN_DIR
 from segatron_fairseq.models.answer_span_head import SpanHead
 from segatron_fairseq.models.cross_thought import CrossThoughtModel
 from segatron_fairseq.models.encoder_interface import EncoderInterface, NotOfThisEncoder
@@ -21,33 +15,9 @@ from segatron_fairseq.models.task_heads import TaskHeads
 ENCODERS = ["segabert", "segabert_electra", "xlnet", "cloze_two_tower", "cross_thought"]
 
 
-def _dictionary(size=40) -> Dictionary:
-    words = Dictionary()
-    for i in range(size - len(words)):
-        words.add_symbol(f"w{i}")
-    return words
-
-
-def _roberta_style(arch: str, task: str):
-    """A RoBERTa-based encoder at ``arch``, built as fairseq-train would for ``task`` (without a masking task:
-    ELECTRA's discriminator alone)."""
-    args = options.parse_args_and_arch(options.get_training_parser(), [
-        "data", "--user-dir", PLUGIN_DIR, "--task", task, "--arch", arch])
-    task_stub = types.SimpleNamespace(source_dictionary=_dictionary(), max_positions=lambda: 64)
-    torch.manual_seed(0)
-    return ARCH_MODEL_REGISTRY[arch].build_model(args, task_stub)
-
-
 def tiny(name: str):
-    if name == "segabert":
-        return _roberta_style("segabert_tiny", "segabert_mlm")
-    if name == "segabert_electra":
-        return _roberta_style("segabert_electra_tiny", "segabert_sentence_prediction")
-    if name == "cross_thought":
-        return _roberta_style("cross_thought_tiny", "cross_thought_mlm")
-    if name == "xlnet":
-        return tiny_xlnet().float()
-    return tiny_cloze()
+    """The model ``name`` at its tiny architecture (``tests/tiny_models.py``, built by its pre-training task)."""
+    return tiny_model(f"{name}_tiny")
 
 
 def test_every_registered_encoder_is_listed_here():

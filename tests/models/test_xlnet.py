@@ -2,6 +2,7 @@
 order respected by the model's predictions, the reuse part's memory, the xlnet_plm stream."""
 import numpy as np
 import pytest
+import tiny_models
 import torch
 from fairseq.data import Dictionary
 from omegaconf import OmegaConf
@@ -81,14 +82,11 @@ def test_permutation_sample_masks():
 
 
 def tiny_model(positions="token", mem_len=8):
-    dictionary = Dictionary()
-    for i in range(40):
-        dictionary.add_symbol(f"w{i}")
-    cfg = XLNetConfig(encoder_layers=2, encoder_embed_dim=32, encoder_attention_heads=4, encoder_head_dim=8,
-                      encoder_ffn_embed_dim=48, dropout=0.0, attention_dropout=0.0, mem_len=mem_len,
-                      positions=positions, init_std=0.2)
-    torch.manual_seed(0)
-    return XLNetModel(cfg, dictionary).double().eval()
+    """xlnet_tiny narrowed (2 layers, width 32, 4 heads of 8, feed-forward 48), 44 symbols, float64."""
+    return tiny_models.tiny_model("xlnet_tiny", "--encoder-ffn-embed-dim", 48, "--dropout", 0,
+                                  "--attention-dropout", 0, "--mem-len", mem_len, "--positions", positions,
+                                  "--init-std", 0.2, vocabulary=tiny_models.dictionary(words=40),
+                                  dtype=torch.float64)
 
 
 @pytest.mark.parametrize("positions", ["token", "segatron"])

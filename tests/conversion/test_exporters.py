@@ -24,45 +24,81 @@ def _ours(checkpoint, corpus):
     return SegaBERTModel.from_pretrained(str(checkpoint.parent), checkpoint.name, str(corpus))
 
 
-def test_segabert_exports_to_remote_code_that_transformers_loads(tmp_path):
+# the SegaBERT export's texts: two paragraphs, a pair, a masked word
+TWO_PARAGRAPHS = "The w1s w2ed at her. He was w4ing the w5 of it.\nShe is w7 with his."
+PAIR = ("The w1s w2ed at her.", "She is w7 with his.")
+MASKED = "The w1s w2ed at <mask>. He was w4ing the w5 of it.\nShe is w7 with his."
+# the quick test and the newest release's test of one export run in one worker (scripts/test.sh: --dist loadgroup)
+SEGABERT_EXPORT = pytest.mark.xdist_group("segabert_export")
+
+
+@pytest.fixture(scope="module")
+def segabert_export(tmp_path_factory):
+    """The authors' SegaBERT imported, a WordPiece corpus binarized with its dictionary, and exported:
+    (the export's directory, the hub of the imported checkpoint)."""
+    tmp = tmp_path_factory.mktemp("segabert_export")
+    run_cli("segatron-import", "authors-segabert", "--model-dir", SEGABERT, "--out", tmp / "model")
+    corpus = _corpus(tmp, tmp / "model", SEGABERT / "vocab.txt")
+    run_cli("segatron-export", "hf", "--checkpoint", tmp / "model" / "checkpoint.pt", "--data", corpus,
+            "--out", tmp / "hf")
+    return tmp / "hf", _ours(tmp / "model" / "checkpoint.pt", corpus)
+
+
+def _index_inputs(encoded) -> dict:
+    """hub.encode's tensors under the exported model's argument names."""
+    return dict(input_ids=encoded["src_tokens"], paragraph_index=encoded["paragraph_index"],
+                sentence_index=encoded["sentence_index"], token_index=encoded["token_index"])
+
+
+@SEGABERT_EXPORT
+def test_segabert_exports_to_remote_code_that_transformers_loads(segabert_export):
     """The authors' SegaBERT (WordPiece) exported: its tokenizer lays raw text out as hub.encode (ids, the three
     indexes, token types; a text of two paragraphs and a pair), the exported model gives hub's features and MLM
     logits, and pipeline("fill-mask") on raw text gives hub.fill_mask's words and probabilities (1e-5), in 4.35.2
-    and the newest release."""
+    (the newest release: the next test)."""
     from transformers import AutoModel, AutoModelForMaskedLM, AutoTokenizer, pipeline
 
-    run_cli("segatron-import", "authors-segabert", "--model-dir", SEGABERT, "--out", tmp_path / "model")
-    corpus = _corpus(tmp_path, tmp_path / "model", SEGABERT / "vocab.txt")
-    run_cli("segatron-export", "hf", "--checkpoint", tmp_path / "model" / "checkpoint.pt", "--data", corpus,
-            "--out", tmp_path / "hf")
-    hub = _ours(tmp_path / "model" / "checkpoint.pt", corpus)
-    text = "The w1s w2ed at her. He was w4ing the w5 of it.\nShe is w7 with his."
-    encoded = hub.encode(text)
-    tokenizer = AutoTokenizer.from_pretrained(tmp_path / "hf", trust_remote_code=True)
-    _assert_same_layout(tokenizer(text), encoded)
-    inputs = dict(input_ids=encoded["src_tokens"], paragraph_index=encoded["paragraph_index"],
-                  sentence_index=encoded["sentence_index"], token_index=encoded["token_index"])
+    directory, hub = segabert_export
+    encoded = hub.encode(TWO_PARAGRAPHS)
+    tokenizer = AutoTokenizer.from_pretrained(directory, trust_remote_code=True)
+    _assert_same_layout(tokenizer(TWO_PARAGRAPHS), encoded)
+    inputs = _index_inputs(encoded)
     assert inputs["paragraph_index"].max() == 1 and inputs["sentence_index"].max() == 1
-    pair = hub.encode("The w1s w2ed at her.", "She is w7 with his.")
-    _assert_same_layout(tokenizer("The w1s w2ed at her.", "She is w7 with his."), pair)
-    masked = "The w1s w2ed at <mask>. He was w4ing the w5 of it.\nShe is w7 with his."
-    expected = [(symbol, probability) for _, probability, symbol in hub.fill_mask(masked, topk=5)]
+    pair = hub.encode(*PAIR)
+    _assert_same_layout(tokenizer(*PAIR), pair)
+    expected = [(symbol, probability) for _, probability, symbol in hub.fill_mask(MASKED, topk=5)]
     with torch.no_grad():
         features = hub.extract_features(encoded)
         logits, _ = hub.model(**encoded)
-        exported = AutoModel.from_pretrained(tmp_path / "hf", trust_remote_code=True).eval()
+        exported = AutoModel.from_pretrained(directory, trust_remote_code=True).eval()
         torch.testing.assert_close(exported(**inputs).last_hidden_state, features, rtol=0, atol=1e-5)
-        exported_mlm = AutoModelForMaskedLM.from_pretrained(tmp_path / "hf", trust_remote_code=True).eval()
+        exported_mlm = AutoModelForMaskedLM.from_pretrained(directory, trust_remote_code=True).eval()
         torch.testing.assert_close(exported_mlm(**inputs).logits, logits, rtol=0, atol=1e-5)
-        newest = newest_outputs(tmp_path, tmp_path / "hf", "AutoModelForMaskedLM", inputs, trust_remote_code=True)
-        torch.testing.assert_close(newest, logits, rtol=0, atol=1e-5)
         pair_inputs = {"input_ids": pair["src_tokens"], "token_type_ids": pair["token_type"],
                        **{f"{n}_index": pair[f"{n}_index"] for n in ("paragraph", "sentence", "token")}}
         torch.testing.assert_close(exported_mlm(**pair_inputs).logits, hub.model(**pair)[0], rtol=0, atol=1e-5)
-        filled = pipeline("fill-mask", model=str(tmp_path / "hf"), trust_remote_code=True, top_k=5)(masked)
+        filled = pipeline("fill-mask", model=str(directory), trust_remote_code=True, top_k=5)(MASKED)
     _assert_same_fillings(filled, expected, tokenizer)
-    newest_run = newest_tokenizer_and_pipeline(tmp_path, tmp_path / "hf", "fill-mask", [(text,)], masked, top_k=5)
+
+
+@pytest.mark.end_to_end
+@SEGABERT_EXPORT
+def test_segabert_export_loads_in_the_newest_release(segabert_export, tmp_path):
+    """The same export in the newest transformers release (a subprocess): MLM logits, the tokenizer's layout and
+    pipeline("fill-mask")'s words and probabilities equal hub's (1e-5)."""
+    from transformers import AutoTokenizer
+
+    directory, hub = segabert_export
+    encoded = hub.encode(TWO_PARAGRAPHS)
+    expected = [(symbol, probability) for _, probability, symbol in hub.fill_mask(MASKED, topk=5)]
+    with torch.no_grad():
+        logits, _ = hub.model(**encoded)
+    newest = newest_outputs(tmp_path, directory, "AutoModelForMaskedLM", _index_inputs(encoded),
+                            trust_remote_code=True)
+    torch.testing.assert_close(newest, logits, rtol=0, atol=1e-5)
+    newest_run = newest_tokenizer_and_pipeline(tmp_path, directory, "fill-mask", [(TWO_PARAGRAPHS,)], MASKED, top_k=5)
     _assert_same_layout(newest_run["tokenizer"][0], encoded)
+    tokenizer = AutoTokenizer.from_pretrained(directory, trust_remote_code=True)
     _assert_same_fillings(newest_run["pipeline"], expected, tokenizer)
 
 
@@ -82,40 +118,63 @@ def _assert_same_fillings(filled, expected, tokenizer) -> None:
                                torch.tensor([p for _, p in expected]), rtol=0, atol=1e-5)
 
 
-def test_bert_baseline_exports_to_plain_bert_for_masked_lm(tmp_path):
+BERT_EXPORT = pytest.mark.xdist_group("bert_export")
+BERT_PAIR = ("tok5 tok6s tok7", "tok8 tok9ing tok1000")
+
+
+@pytest.fixture(scope="module")
+def bert_export(tmp_path_factory):
+    """A random Hugging Face BERT imported, a WordPiece corpus binarized with its dictionary, and exported: (the
+    folder holding model/, bin/ and hf/, the hub of the imported checkpoint)."""
+    tmp = tmp_path_factory.mktemp("bert_export")
+    _hf_bert(tmp / "original")
+    run_cli("segatron-import", "hf-bert", "--model-dir", tmp / "original", "--out", tmp / "model")
+    words = " ".join(f"tok{i}" for i in range(5, 40))
+    (tmp / "text.txt").write_text(f"{words} tok7ing.\n{words} tok9s tok1000.\n")
+    run_cli("segatron-preprocess", "--input-format", "lines", "--trainpref", tmp / "text.txt", "--srcdict",
+            tmp / "model" / "dict.txt", "--bpe", "wordpiece", "--bpe-vocab", tmp / "original" / "vocab.txt",
+            "--bpe-cased", "--destdir", tmp / "bin")
+    run_cli("segatron-export", "hf", "--checkpoint", tmp / "model" / "checkpoint.pt", "--data", tmp / "bin",
+            "--out", tmp / "hf")
+    return tmp, _ours(tmp / "model" / "checkpoint.pt", tmp / "bin")
+
+
+@BERT_EXPORT
+def test_bert_baseline_exports_to_plain_bert_for_masked_lm(bert_export, tmp_path):
     from transformers import BertForMaskedLM, BertTokenizer
 
-    _hf_bert(tmp_path / "original")
-    run_cli("segatron-import", "hf-bert", "--model-dir", tmp_path / "original", "--out", tmp_path / "model")
-    words = " ".join(f"tok{i}" for i in range(5, 40))
-    (tmp_path / "text.txt").write_text(f"{words} tok7ing.\n{words} tok9s tok1000.\n")
-    run_cli("segatron-preprocess", "--input-format", "lines", "--trainpref", tmp_path / "text.txt", "--srcdict",
-            tmp_path / "model" / "dict.txt", "--bpe", "wordpiece", "--bpe-vocab", tmp_path / "original" / "vocab.txt",
-            "--bpe-cased", "--destdir", tmp_path / "bin")
-    run_cli("segatron-export", "hf", "--checkpoint", tmp_path / "model" / "checkpoint.pt", "--data",
-            tmp_path / "bin", "--out", tmp_path / "hf")
-    assert not (tmp_path / "hf" / "modeling_segabert.py").exists()
-    hub = _ours(tmp_path / "model" / "checkpoint.pt", tmp_path / "bin")
-    pair = hub.encode("tok5 tok6s tok7", "tok8 tok9ing tok1000")
-    tokenizer = BertTokenizer.from_pretrained(tmp_path / "hf")
-    assert tokenizer("tok5 tok6s tok7", "tok8 tok9ing tok1000")["input_ids"] == pair["src_tokens"][0].tolist()
-    exported = BertForMaskedLM.from_pretrained(tmp_path / "hf").eval()
+    exported_at, hub = bert_export
+    assert not (exported_at / "hf" / "modeling_segabert.py").exists()
+    pair = hub.encode(*BERT_PAIR)
+    tokenizer = BertTokenizer.from_pretrained(exported_at / "hf")
+    assert tokenizer(*BERT_PAIR)["input_ids"] == pair["src_tokens"][0].tolist()
+    exported = BertForMaskedLM.from_pretrained(exported_at / "hf").eval()
     with torch.no_grad():
         theirs = exported(input_ids=pair["src_tokens"], token_type_ids=pair["token_type"]).logits
         torch.testing.assert_close(theirs, hub.model(**pair)[0], rtol=0, atol=1e-5)
-        newest = newest_outputs(tmp_path, tmp_path / "hf", "BertForMaskedLM",
-                                dict(input_ids=pair["src_tokens"], token_type_ids=pair["token_type"]))
-        torch.testing.assert_close(newest, theirs, rtol=0, atol=1e-5)
         features = exported.bert(input_ids=pair["src_tokens"], token_type_ids=pair["token_type"]).last_hidden_state
         torch.testing.assert_close(features, hub.extract_features(pair), rtol=0, atol=1e-5)
     # and back: the export imports into the same model
-    run_cli("segatron-import", "hf-bert", "--model-dir", tmp_path / "hf", "--out", tmp_path / "again")
-    assert (tmp_path / "again" / "dict.txt").read_text() == (tmp_path / "model" / "dict.txt").read_text()
+    run_cli("segatron-import", "hf-bert", "--model-dir", exported_at / "hf", "--out", tmp_path / "again")
+    assert (tmp_path / "again" / "dict.txt").read_text() == (exported_at / "model" / "dict.txt").read_text()
     again = torch.load(tmp_path / "again" / "checkpoint.pt", weights_only=False)["model"]
-    first = torch.load(tmp_path / "model" / "checkpoint.pt", weights_only=False)["model"]
+    first = torch.load(exported_at / "model" / "checkpoint.pt", weights_only=False)["model"]
     assert again.keys() == first.keys()
     for key in first:
         torch.testing.assert_close(again[key], first[key], rtol=0, atol=0, msg=key)
+
+
+@pytest.mark.end_to_end
+@BERT_EXPORT
+def test_bert_baseline_export_loads_in_the_newest_release(bert_export, tmp_path):
+    """The same export as BertForMaskedLM in the newest transformers release (a subprocess): our logits to 1e-5."""
+    exported_at, hub = bert_export
+    pair = hub.encode(*BERT_PAIR)
+    with torch.no_grad():
+        ours = hub.model(**pair)[0]
+    newest = newest_outputs(tmp_path, exported_at / "hf", "BertForMaskedLM",
+                            dict(input_ids=pair["src_tokens"], token_type_ids=pair["token_type"]))
+    torch.testing.assert_close(newest, ours, rtol=0, atol=1e-5)
 
 
 def test_export_refuses_what_it_cannot_write(tmp_path):

@@ -42,7 +42,7 @@ def tiny(name: str):
     if name == "segabert":
         return _roberta_style("segabert_tiny", "segabert_mlm")
     if name == "segabert_electra":
-        return _roberta_style("segabert_electra_tiny", "segabert_sentence_prediction")
+        return _roberta_style("segabert_electra_tiny", "indexed_sentence_prediction")
     if name == "cross_thought":
         return _roberta_style("cross_thought_tiny", "cross_thought_mlm")
     if name == "xlnet":

@@ -11,7 +11,7 @@
    boundaries, "The code word is W ." and "The secret city is W ." (W a word of
    the paragraph); each context asks for both, and a fact left out makes its
    question unanswerable;
-3. fine-tunes with ``--task segabert_squad --squad-v2`` (windows of
+3. fine-tunes with ``--task extractive_qa --squad-v2`` (windows of
    ``--max-positions`` tokens every ``--doc-stride``), then writes the dev
    predictions with ``segatron-predict squad`` and prints their official exact
    match and F1 next to two baselines: a random span of 1-3 words of the
@@ -141,8 +141,8 @@ def main(argv=None) -> None:
                args.max_words, seed=args.seed)
     dev = os.path.join(squad, "dev-v2.0.json")
     squad_file(dev, os.path.join(text, "wiki.test.tokens"), args.dev_contexts, args.max_words, seed=args.seed + 1)
-    out = _run("fairseq-train", squad, "--user-dir", PLUGIN_DIR, "--task", "segabert_squad", "--squad-v2",
-               "--pretrain-data", corpus, "--criterion", "segabert_squad", "--arch", "segabert_tiny",
+    out = _run("fairseq-train", squad, "--user-dir", PLUGIN_DIR, "--task", "extractive_qa", "--squad-v2",
+               "--pretrain-data", corpus, "--criterion", "extractive_qa", "--arch", "segabert_tiny",
                "--max-positions", args.max_positions, "--doc-stride", args.doc_stride,
                "--restore-file", os.path.join(work, "pretrained", "checkpoint_last.pt"), "--reset-optimizer",
                "--reset-dataloader", "--reset-meters", "--reset-lr-scheduler", "--batch-size", 16,

@@ -30,9 +30,9 @@ from segatron_fairseq.cli.user_errors import check_output, finite_float, positiv
 # the fine-tuned models segatron-predict serves, and the task that pre-trains each
 FINETUNED_MODELS = {"segabert": "segabert_mlm", "cloze_two_tower": "cloze_lm", "xlnet": "xlnet_plm"}
 # each format: the tasks whose checkpoints it predicts with, by model
-FORMAT_TASKS = {"squad": {"segabert": "segabert_squad", "xlnet": "segabert_squad"},
-                "glue": {"segabert": "segabert_sentence_prediction", "cloze_two_tower": "cloze_sentence_prediction",
-                         "xlnet": "segabert_sentence_prediction"},
+FORMAT_TASKS = {"squad": {"segabert": "extractive_qa", "xlnet": "extractive_qa"},
+                "glue": {"segabert": "indexed_sentence_prediction", "cloze_two_tower": "cloze_sentence_prediction",
+                         "xlnet": "indexed_sentence_prediction"},
                 "ner": {"segabert": "token_labelling", "cloze_two_tower": "token_labelling",
                         "xlnet": "token_labelling"}}
 
@@ -42,9 +42,10 @@ def _load(args):
     ``FINETUNED_MODELS`` fine-tuned with the task ``FORMAT_TASKS`` names for
     ``args.format`` and its model."""
     from segatron_fairseq.hub import checkpoints
+    from segatron_fairseq.tasks.registry_aliases import registered_name
 
     state = checkpoints.read_checkpoint(args.checkpoint)
-    trained_with = checkpoints.checkpoint_task_name(state)
+    trained_with = registered_name("task", checkpoints.checkpoint_task_name(state))
     model = checkpoints.served_model_name(state)
     tasks = FORMAT_TASKS[args.format]
     if model in FINETUNED_MODELS and model not in tasks:
@@ -198,7 +199,7 @@ def _common(command) -> None:
 
 def cli_main(argv=None) -> None:
     parser, formats = new_parser("segatron-predict", __doc__.splitlines()[0])
-    squad = formats.add_parser("squad", help="SQuAD predictions {id: answer} of a segabert_squad checkpoint")
+    squad = formats.add_parser("squad", help="SQuAD predictions {id: answer} of an extractive_qa checkpoint")
     _common(squad)
     squad.add_argument("--input", required=True, help="an official SQuAD JSON file (answers optional)")
     squad.add_argument("--out", required=True, help="the predictions JSON to write")
@@ -207,7 +208,7 @@ def cli_main(argv=None) -> None:
                        help="v2.0: answer '' when the no-answer score exceeds it (e.g. best_f1_thresh of dev)")
     squad.add_argument("--max-answer-tokens", type=positive_int, default=30)
     squad.set_defaults(run=_squad)
-    glue = formats.add_parser("glue", help="GLUE server files of a segabert_sentence_prediction or "
+    glue = formats.add_parser("glue", help="GLUE server files of an indexed_sentence_prediction or "
                                            "cloze_sentence_prediction checkpoint")
     _common(glue)
     glue.add_argument("--glue-task", required=True, help="the task's name (MNLI, SST-2, ...)")

@@ -5,7 +5,7 @@ BERT-baseline, or S-SegaBERT) checkpoint.
 
 Each sentence is encoded alone ([CLS] sentence [SEP], paragraph 0, sentence 0)
 and its last layer pooled (default: the checkpoint's ``--pooling`` when it was
-fine-tuned with ``segabert_siamese_nli``, else mean); a pair's prediction is
+fine-tuned with ``siamese_nli``, else mean); a pair's prediction is
 the cosine similarity of its two embeddings. Prints, per file and on average,
 Spearman's and Pearson's correlation x 100 with the gold scores. A FILE is
 read by its first line:
@@ -94,7 +94,7 @@ class SentenceEncoder:
     @torch.no_grad()
     def embed(self, sentences: List[str], batch_size: int = 64) -> torch.Tensor:
         """(N, d) float embeddings."""
-        from segatron_fairseq.criterions.siamese_classification import sentence_embedding
+        from segatron_fairseq.criterions.siamese_nli import sentence_embedding
         from segatron_fairseq.data.sentence_prediction_dataset import SentencePredictionDataset
         from segatron_fairseq.segments import layout_of_paragraphs
 

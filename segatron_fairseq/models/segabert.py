@@ -151,8 +151,8 @@ class SegaBERTModel(EncoderInterface, RobertaModel):
         """A ``SegaBERTHubInterface`` (``encode``, ``extract_features``,
         ``fill_mask``, ``predict``) of the checkpoint
         ``model_name_or_path/checkpoint_file``, pre-trained (segabert_mlm) or
-        fine-tuned (any task with ``pretrain_data``: segabert_sentence_prediction,
-        segabert_squad, segabert_multiple_choice, segabert_siamese_nli). ``data_name_or_path`` is the
+        fine-tuned (any task with ``pretrain_data``: indexed_sentence_prediction,
+        extractive_qa, multiple_choice_qa, siamese_nli). ``data_name_or_path`` is the
         segatron-preprocess directory of pre-training (relative to the model
         directory when it starts with '.'; ``hub.checkpoints``: the checks and
         errors of every hub)."""

@@ -84,7 +84,7 @@ class ClozeSentencePredictionTask(TextClassificationTask):
         model = FinetuningTask.build_model(self, cfg, from_checkpoint)
         if not isinstance(model, ClozeTwoTowerModel):
             raise ValueError(f"--task cloze_sentence_prediction fine-tunes cloze_two_tower models, not "
-                             f"{type(model).__name__} (use segabert_sentence_prediction)")
+                             f"{type(model).__name__} (use indexed_sentence_prediction)")
         model.register_classification_head(self.cfg.classification_head_name, num_classes=self.num_classes,
                                            boundaries=self.boundaries)
         return model

@@ -19,6 +19,7 @@ from fairseq.dataclass.utils import check_field_bounds
 from fairseq.models import ARCH_MODEL_REGISTRY, MODEL_REGISTRY
 from fairseq.tasks import FairseqTask
 
+from segatron_fairseq.tasks.registry_aliases import registered_name
 from segatron_preprocess.corpus_format import DICT_FILE
 
 
@@ -74,7 +75,7 @@ class SingleDictionaryTask(FairseqTask):
 
     def build_criterion(self, cfg):
         name = getattr(cfg, "_name", None)
-        if self.CRITERION is not None and name != self.CRITERION:
+        if self.CRITERION is not None and registered_name("criterion", name) != self.CRITERION:
             raise ValueError(f"--task {getattr(self.cfg, '_name', type(self).__name__)} needs --criterion "
                              f"{self.CRITERION}, not {name}")
         return super().build_criterion(cfg)

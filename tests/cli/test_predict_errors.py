@@ -21,7 +21,7 @@ def files(segabert_corpus, segabert_checkpoint, segatron_xl_trained, tmp_path_fa
     for name in ("train.tsv", "dev.tsv"):
         (glue / name).write_text("sentence\tlabel\n" + "".join(f"{t}\t{label}\n" for t, label in rows))
     (glue / "test.tsv").write_text("index\tsentence\n" + "".join(f"{k}\t{t}\n" for k, (t, _) in enumerate(rows[:4])))
-    fairseq_train(glue, task="segabert_sentence_prediction", arch="segabert_tiny",
+    fairseq_train(glue, task="indexed_sentence_prediction", arch="segabert_tiny",
                   criterion="sentence_prediction_metrics", save_dir=tmp / "ft",
                   extra=["--pretrain-data", segabert_corpus, "--glue-task", "SST-2", "--restore-file",
                          segabert_checkpoint, *RESET, "--batch-size", 8, "--max-update", 1, "--no-epoch-checkpoints",

@@ -65,7 +65,7 @@ def test_the_perplexity_of_a_language_model_task(segatron_xl_trained, loss, figu
     facts = checkpoint_facts("checkpoint_last.pt", state, "segatron_xl", "segatron_lm")
     facts.val_loss = loss
     assert figure in model_card({"architectures": ["SegatronXLForCausalLM"]}, facts)
-    facts.task = "segabert_sentence_prediction"  # a classifier's loss: no perplexity
+    facts.task = "indexed_sentence_prediction"  # a classifier's loss: no perplexity
     assert "perplexity" not in model_card({"architectures": ["SegaBertForMaskedLM"]}, facts)
 
 

@@ -55,7 +55,7 @@ def test_albert_checkpoint_finetunes_on_glue_and_predicts(segabert_corpus, tmp_p
     for name in ("train.tsv", "dev.tsv"):
         (glue / name).write_text("sentence\tlabel\n" + "".join(f"{t}\t{label}\n" for t, label in rows))
     (glue / "test.tsv").write_text("index\tsentence\n" + "".join(f"{k}\t{t}\n" for k, (t, _) in enumerate(rows[:7])))
-    out = fairseq_train(glue, task="segabert_sentence_prediction", arch="segabert_albert_base",
+    out = fairseq_train(glue, task="indexed_sentence_prediction", arch="segabert_albert_base",
                         criterion="sentence_prediction_metrics", save_dir=tmp_path / "ft",
                         extra=["--pretrain-data", segabert_corpus, "--glue-task", "SST-2", *WIDTH, "--restore-file",
                                tmp_path / "pre" / "checkpoint_last.pt", *RESET, "--batch-size", 8, "--max-update", 2,

@@ -26,7 +26,7 @@ def test_glue_fine_tuning_takes_the_discriminator(arch, electra_checkpoints, seg
     from segatron_fairseq.models.segabert import SegaBERTModel
 
     glue = _sst2(tmp_path / "SST-2")
-    out = fairseq_train(glue, task="segabert_sentence_prediction", arch=arch, criterion="sentence_prediction_metrics",
+    out = fairseq_train(glue, task="indexed_sentence_prediction", arch=arch, criterion="sentence_prediction_metrics",
                         save_dir=tmp_path / "ft", lr=1e-7,
                         extra=["--pretrain-data", segabert_corpus, "--glue-task", "SST-2", "--restore-file",
                                electra_checkpoints[arch], *RESET, "--batch-size", 8, "--max-update", 2,

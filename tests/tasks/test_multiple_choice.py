@@ -67,7 +67,7 @@ def test_race_finetuning_reports_each_level(tmp_path, kind, request, segabert_co
     race = tmp_path / "RACE"
     write_race(race, "train")
     write_race(race, "dev")
-    out = fairseq_train(race, task="segabert_multiple_choice", arch=arch, criterion="segabert_multiple_choice",
+    out = fairseq_train(race, task="multiple_choice_qa", arch=arch, criterion="multiple_choice_qa",
                         save_dir=tmp_path / "ft",
                         extra=[*options, "--pretrain-data", segabert_corpus, "--restore-file", checkpoint,
                                "--reset-optimizer",

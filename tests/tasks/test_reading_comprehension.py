@@ -234,7 +234,7 @@ def test_a_v2_file_without_squad_v2_names_the_question(tmp_path, segabert_corpus
     (tmp_path / "squad").mkdir()
     for name in ("train-v1.1.json", "dev-v1.1.json"):
         (tmp_path / "squad" / name).write_text(json.dumps(SQUAD))
-    out = fairseq_train(tmp_path / "squad", task="segabert_squad", arch="segabert_tiny", criterion="segabert_squad",
+    out = fairseq_train(tmp_path / "squad", task="extractive_qa", arch="segabert_tiny", criterion="extractive_qa",
                         save_dir=tmp_path / "ft", expect_ok=False,
                         extra=["--pretrain-data", segabert_corpus, "--max-positions", 32, "--doc-stride", 8,
                                "--batch-size", 4, "--max-update", 1])
@@ -249,7 +249,7 @@ def test_squad_v2_trains_and_predicts_with_each_pretrained_kind(tmp_path, kind, 
     (tmp_path / "squad").mkdir()
     for name in ("train-v2.0.json", "dev-v2.0.json"):
         (tmp_path / "squad" / name).write_text(json.dumps(SQUAD))
-    out = fairseq_train(tmp_path / "squad", task="segabert_squad", arch=arch, criterion="segabert_squad",
+    out = fairseq_train(tmp_path / "squad", task="extractive_qa", arch=arch, criterion="extractive_qa",
                         save_dir=tmp_path / "ft",
                         extra=[*options, "--squad-v2", "--pretrain-data", segabert_corpus, "--restore-file", checkpoint,
                                "--reset-optimizer", "--reset-dataloader", "--reset-meters", "--reset-lr-scheduler",

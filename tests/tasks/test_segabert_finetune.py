@@ -82,7 +82,7 @@ def _write_task(path, n, seed):
 
 def _finetune(segabert_corpus, segabert_checkpoint, glue, save, arch):
     return fairseq_train(
-        glue, task="segabert_sentence_prediction", arch=arch, criterion="sentence_prediction_metrics", save_dir=save,
+        glue, task="indexed_sentence_prediction", arch=arch, criterion="sentence_prediction_metrics", save_dir=save,
         lr=2e-3, extra=["--pretrain-data", segabert_corpus, "--text-columns", "0,1", "--label-column", 2, "--header",
                         "--metrics", "accuracy,f1,mcc", "--restore-file", segabert_checkpoint, *RESET, "--batch-size",
                         16, "--max-epoch", 12, "--no-epoch-checkpoints", "--no-save", "--log-format", "simple",
@@ -108,7 +108,7 @@ def test_unknown_label_names_the_file_and_example(segabert_corpus, segabert_chec
     glue.mkdir()
     _write_task(glue / "train.tsv", 20, seed=1)
     (glue / "dev.tsv").write_text("sentence1\tsentence2\tlabel\nw1 w2\tw3\tmaybe\n")
-    out = fairseq_train(glue, task="segabert_sentence_prediction", arch="segabert_tiny",
+    out = fairseq_train(glue, task="indexed_sentence_prediction", arch="segabert_tiny",
                         criterion="sentence_prediction_metrics", save_dir=tmp_path / "ft", expect_ok=False,
                         extra=["--pretrain-data", segabert_corpus, "--text-columns", "0,1", "--label-column", 2,
                                "--header", "--batch-size", 4, "--max-update", 1])
@@ -124,7 +124,7 @@ def test_glue_test_files_and_submission(segabert_corpus, segabert_checkpoint, tm
     for name in ("train.tsv", "dev.tsv"):
         (glue / name).write_text("sentence\tlabel\n" + "".join(f"{t}\t{label}\n" for t, label in rows))
     (glue / "test.tsv").write_text("index\tsentence\n" + "".join(f"{k}\t{t}\n" for k, (t, _) in enumerate(rows[:7])))
-    fairseq_train(glue, task="segabert_sentence_prediction", arch="segabert_tiny",
+    fairseq_train(glue, task="indexed_sentence_prediction", arch="segabert_tiny",
                   criterion="sentence_prediction_metrics", save_dir=tmp_path / "ft",
                   extra=["--pretrain-data", segabert_corpus, "--glue-task", "SST-2", "--restore-file",
                          segabert_checkpoint, *RESET, "--batch-size", 8, "--max-update", 2, "--no-epoch-checkpoints"])

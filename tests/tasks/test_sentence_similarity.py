@@ -132,8 +132,8 @@ def test_siamese_nli_fine_tuning_then_sts(segabert_corpus, segabert_checkpoint, 
     kept = [int(n.replace(',', '')) for n in re.findall(r": ([0-9,]+) pairs \(", proc.stdout)]
     assert len(rows) == kept[0] + kept[1] and len(kept) == 4  # SNLI's labelled pairs + MNLI's, each split
     assert all(row.split("\t")[2] in ("contradiction", "entailment", "neutral") for row in rows)
-    out = fairseq_train(tmp_path / "nli", task="segabert_siamese_nli", arch="segabert_tiny",
-                        criterion="segabert_siamese", save_dir=tmp_path / "ft",
+    out = fairseq_train(tmp_path / "nli", task="siamese_nli", arch="segabert_tiny",
+                        criterion="siamese_nli", save_dir=tmp_path / "ft",
                         extra=["--pretrain-data", segabert_corpus, "--pooling", "max", "--restore-file",
                                segabert_checkpoint, "--reset-optimizer", "--reset-dataloader", "--reset-meters",
                                "--reset-lr-scheduler", "--batch-size", 16, "--max-update", 4, "--no-epoch-checkpoints",

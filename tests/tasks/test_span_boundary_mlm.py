@@ -164,7 +164,7 @@ def test_finetuning_and_predict_from_an_sbo_checkpoint(segabert_corpus, sbo_chec
     for name in ("train.tsv", "dev.tsv"):
         (glue / name).write_text("sentence\tlabel\n" + "".join(f"{t}\t{label}\n" for t, label in rows))
     (glue / "test.tsv").write_text("index\tsentence\n" + "".join(f"{k}\t{t}\n" for k, (t, _) in enumerate(rows[:5])))
-    out = fairseq_train(glue, task="segabert_sentence_prediction", arch="segabert_tiny",
+    out = fairseq_train(glue, task="indexed_sentence_prediction", arch="segabert_tiny",
                         criterion="sentence_prediction_metrics", save_dir=tmp_path / "ft",
                         extra=["--pretrain-data", segabert_corpus, "--glue-task", "SST-2", "--restore-file",
                                checkpoint, *RESET, "--batch-size", 8, "--max-update", 2, "--no-epoch-checkpoints"])

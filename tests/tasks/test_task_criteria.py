@@ -1,5 +1,5 @@
 """A task whose samples only its own criterion reads refuses another one when fairseq-train builds it (before,
---task segabert_squad with another criterion ended in a torch shape error)."""
+--task extractive_qa with another criterion ended in a torch shape error)."""
 import json
 
 import pytest
@@ -7,14 +7,14 @@ from conftest import fairseq_train
 from omegaconf import OmegaConf
 
 from segatron_fairseq.tasks.cross_thought_answer_selection import CrossThoughtAnswerSelectionTask
-from segatron_fairseq.tasks.segabert_multiple_choice import SegaBERTMultipleChoiceTask
-from segatron_fairseq.tasks.segabert_sentence_prediction import SegaBERTSentencePredictionTask
-from segatron_fairseq.tasks.segabert_siamese_nli import SegaBERTSiameseNLITask
-from segatron_fairseq.tasks.segabert_squad import SegaBERTSquadTask
+from segatron_fairseq.tasks.extractive_qa import ExtractiveQATask
+from segatron_fairseq.tasks.indexed_sentence_prediction import IndexedSentencePredictionTask
+from segatron_fairseq.tasks.multiple_choice_qa import MultipleChoiceQATask
 from segatron_fairseq.tasks.segatron_lm import SegatronLMTask
+from segatron_fairseq.tasks.siamese_nli import SiameseNLITask
 
-OWN_CRITERION = {SegaBERTSquadTask: "segabert_squad", SegaBERTMultipleChoiceTask: "segabert_multiple_choice",
-                 SegaBERTSiameseNLITask: "segabert_siamese",
+OWN_CRITERION = {ExtractiveQATask: "extractive_qa", MultipleChoiceQATask: "multiple_choice_qa",
+                 SiameseNLITask: "siamese_nli",
                  CrossThoughtAnswerSelectionTask: "cross_thought_answer_selection"}
 
 
@@ -29,7 +29,7 @@ def test_a_task_names_its_criterion(task_class):
 
 
 def test_tasks_that_share_criteria_name_none():
-    assert SegaBERTSentencePredictionTask.CRITERION is None and SegatronLMTask.CRITERION is None
+    assert IndexedSentencePredictionTask.CRITERION is None and SegatronLMTask.CRITERION is None
 
 
 def test_fairseq_train_squad_with_another_criterion(tmp_path, segabert_corpus):
@@ -38,9 +38,9 @@ def test_fairseq_train_squad_with_another_criterion(tmp_path, segabert_corpus):
     (tmp_path / "squad").mkdir()
     for name in ("train-v2.0.json", "dev-v2.0.json"):
         (tmp_path / "squad" / name).write_text(json.dumps(SQUAD))
-    out = fairseq_train(tmp_path / "squad", task="segabert_squad", arch="segabert_tiny", criterion="cross_entropy",
+    out = fairseq_train(tmp_path / "squad", task="extractive_qa", arch="segabert_tiny", criterion="cross_entropy",
                         save_dir=tmp_path / "ft", expect_ok=False,
                         extra=["--squad-v2", "--pretrain-data", segabert_corpus, "--max-positions", 32,
                                "--doc-stride", 8, "--batch-size", 4, "--max-update", 1])
-    assert "ValueError: --task segabert_squad needs --criterion segabert_squad, not cross_entropy" in out
+    assert "ValueError: --task extractive_qa needs --criterion extractive_qa, not cross_entropy" in out
     assert not (tmp_path / "ft").exists() or not any((tmp_path / "ft").iterdir())

@@ -24,7 +24,7 @@ def test_glue_pairs_fine_tune_from_xlnet_and_predict(kind, request, segabert_cor
     arch, options, pretrained = pretrained_kind(request, kind)
     glue = tmp_path / "RTE"
     _glue_pairs(glue)
-    out = fairseq_train(glue, task="segabert_sentence_prediction", arch=arch, criterion="sentence_prediction_metrics",
+    out = fairseq_train(glue, task="indexed_sentence_prediction", arch=arch, criterion="sentence_prediction_metrics",
                         save_dir=tmp_path / "ft",
                         extra=[*options, "--pretrain-data", segabert_corpus, "--glue-task", "RTE", "--restore-file",
                                pretrained, *RESET, "--batch-size", 8, "--max-update", 2, "--no-epoch-checkpoints",
@@ -33,7 +33,7 @@ def test_glue_pairs_fine_tune_from_xlnet_and_predict(kind, request, segabert_cor
     assert "embed_tokens.weight: 1 row(s) appended for the fine-tuning symbols" in out
     assert "output_bias: 1 row(s) appended for the fine-tuning symbols" in out
     assert re.search(r"valid on 'valid' subset .*\| accuracy [0-9.]+", out), out[-2000:]
-    predict_glue_pairs(tmp_path / "ft" / "checkpoint_last.pt", pretrained, "xlnet_plm", "segabert_sentence_prediction",
+    predict_glue_pairs(tmp_path / "ft" / "checkpoint_last.pt", pretrained, "xlnet_plm", "indexed_sentence_prediction",
                        segabert_corpus, glue, tmp_path)
 
 
@@ -42,7 +42,7 @@ def test_a_checkpoint_of_other_relative_positions_is_refused(request, segabert_c
     arch, _, pretrained = pretrained_kind(request, "xlnet_token")
     glue = tmp_path / "RTE"
     _glue_pairs(glue)
-    out = fairseq_train(glue, task="segabert_sentence_prediction", arch=arch, criterion="sentence_prediction_metrics",
+    out = fairseq_train(glue, task="indexed_sentence_prediction", arch=arch, criterion="sentence_prediction_metrics",
                         save_dir=tmp_path / "ft", expect_ok=False,
                         extra=["--positions", "segatron", "--pretrain-data", segabert_corpus, "--glue-task", "RTE",
                                "--restore-file", pretrained, *RESET, "--batch-size", 8, "--max-update", 1])

@@ -1,9 +1,9 @@
-"""Criterion ``segabert_squad``: the mean of the start and end cross-entropies
-over each window's tokens (target [CLS] when the window holds no answer), and
-at validation the official SQuAD exact match and F1 over the whole dev set
-(``span_answers`` decodes and gathers the windows, ``squad_metrics`` scores
-them). With the task's ``--squad-v2`` it also reports ``best_exact`` /
-``best_f1`` and the no-answer thresholds that reach them
+"""Criterion ``extractive_qa`` (alias ``segabert_squad``): the mean of the
+start and end cross-entropies over each window's tokens (target [CLS] when the
+window holds no answer), and at validation the official SQuAD exact match and
+F1 over the whole dev set (``span_answers`` decodes and gathers the windows,
+``squad_metrics`` scores them). With the task's ``--squad-v2`` it also reports
+``best_exact`` / ``best_f1`` and the no-answer thresholds that reach them
 (``best_exact_thresh``, ``best_f1_thresh``), chosen on this set."""
 from dataclasses import dataclass, field
 
@@ -16,6 +16,7 @@ from fairseq.logging.meters import Meter
 from segatron_fairseq.criterions.example_metrics import log_loss_per_example
 from segatron_fairseq.evaluation import squad_metrics
 from segatron_fairseq.evaluation.span_answers import QuestionAnswers, WindowAnswer, best_spans, span_logits
+from segatron_fairseq.tasks.registry_aliases import register_alias
 
 
 @dataclass
@@ -67,7 +68,7 @@ class SquadMeter(Meter):
         return round(threshold if self.figure.endswith("_thresh") else best, 4 if "thresh" in self.figure else 2)
 
 
-@register_criterion("segabert_squad", dataclass=SpanPredictionConfig)
+@register_criterion("extractive_qa", dataclass=SpanPredictionConfig)
 class SpanPredictionCriterion(FairseqCriterion):
     def __init__(self, cfg: SpanPredictionConfig, task):
         super().__init__(task)
@@ -106,3 +107,6 @@ class SpanPredictionCriterion(FairseqCriterion):
     @staticmethod
     def logging_outputs_can_be_summed() -> bool:
         return False  # windows are lists, gathered from every worker
+
+
+register_alias("criterion", "segabert_squad", "extractive_qa")

@@ -1,12 +1,14 @@
-"""Criterion ``segabert_siamese``: cross-entropy of the siamese head's labels
-for (u, v), each the pooled last layer of one sentence read alone by the
-shared encoder (Sentence-BERT's classification objective); reports accuracy."""
+"""Criterion ``siamese_nli`` (alias ``segabert_siamese``): cross-entropy of
+the siamese head's labels for (u, v), each the pooled last layer of one
+sentence read alone by the shared encoder (Sentence-BERT's classification
+objective); reports accuracy."""
 import torch.nn.functional as F
 from fairseq.criterions import FairseqCriterion, register_criterion
 from fairseq.dataclass import FairseqDataclass
 
 from segatron_fairseq.criterions.example_metrics import log_loss_per_example, log_percent
 from segatron_fairseq.evaluation.sentence_embeddings import pool
+from segatron_fairseq.tasks.registry_aliases import register_alias
 
 
 def sentence_embedding(model, net_input, mode: str, padding_idx: int):
@@ -15,7 +17,7 @@ def sentence_embedding(model, net_input, mode: str, padding_idx: int):
     return pool(features, net_input["src_tokens"].eq(padding_idx), mode)
 
 
-@register_criterion("segabert_siamese", dataclass=FairseqDataclass)
+@register_criterion("siamese_nli", dataclass=FairseqDataclass)
 class SiameseClassificationCriterion(FairseqCriterion):
     def __init__(self, task):
         super().__init__(task)
@@ -39,3 +41,6 @@ class SiameseClassificationCriterion(FairseqCriterion):
     @staticmethod
     def logging_outputs_can_be_summed() -> bool:
         return True
+
+
+register_alias("criterion", "segabert_siamese", "siamese_nli")

@@ -1,4 +1,6 @@
-"""Task ``segabert_sentence_prediction``: GLUE-style fine-tuning of SegaBERT.
+"""Task ``indexed_sentence_prediction`` (alias ``segabert_sentence_prediction``):
+GLUE-style fine-tuning of SegaBERT (and its ALBERT / ELECTRA / BERT variants)
+or XLNet, the inputs carrying segment indexes.
 
 The files and labels are those of ``text_classification`` (``--glue-task``,
 or the column options); each example is laid out as the paper does
@@ -14,19 +16,20 @@ from fairseq.tasks import register_task
 
 from segatron_fairseq.data.sentence_prediction_dataset import SentencePredictionDataset
 from segatron_fairseq.segments import TABLE_SIZES, layout_of_paragraphs
+from segatron_fairseq.tasks.registry_aliases import register_alias
 from segatron_fairseq.tasks.text_classification import TextClassificationConfig, TextClassificationTask
 
 logger = logging.getLogger(__name__)
 
 
 @dataclass
-class SegaBERTSentencePredictionConfig(TextClassificationConfig):
+class IndexedSentencePredictionConfig(TextClassificationConfig):
     max_positions: int = field(default=512, metadata={"help": "longest example, [CLS]/[SEP] included"})
     max_token_index: int = field(default=TABLE_SIZES["token"], metadata={"help": "token index table size"})
 
 
-@register_task("segabert_sentence_prediction", dataclass=SegaBERTSentencePredictionConfig)
-class SegaBERTSentencePredictionTask(TextClassificationTask):
+@register_task("indexed_sentence_prediction", dataclass=IndexedSentencePredictionConfig)
+class IndexedSentencePredictionTask(TextClassificationTask):
     def load_dataset(self, split: str, epoch: int = 1, combine: bool = False, **kwargs):
         path, texts, targets = self.read_split(split)
         self.datasets[split] = self.examples_dataset(texts, targets)
@@ -41,3 +44,6 @@ class SegaBERTSentencePredictionTask(TextClassificationTask):
 
     def max_positions(self):
         return self.cfg.max_positions
+
+
+register_alias("task", "segabert_sentence_prediction", "indexed_sentence_prediction")

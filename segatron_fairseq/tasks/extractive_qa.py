@@ -1,5 +1,6 @@
-"""Task ``segabert_squad``: extractive reading comprehension (SQuAD v1.1 /
-v2.0) with SegaBERT, or the BERT baseline (``--arch segabert_bert_*``).
+"""Task ``extractive_qa`` (alias ``segabert_squad``): extractive reading
+comprehension (SQuAD v1.1 / v2.0) with SegaBERT, the BERT baseline
+(``--arch segabert_bert_*``) or XLNet.
 
 ``data`` holds the official JSON files: ``train-v1.1.json`` and
 ``dev-v1.1.json`` (``--squad-v2``: ``train-v2.0.json``, ``dev-v2.0.json``;
@@ -8,7 +9,7 @@ Each question becomes one or more windows in the paper's layout
 (``data/span_windows.py``: question p = 0, s = 0; context paragraphs
 p = 1.., sentences from 0 in each, by the pre-training corpus's splitter).
 The model gets a ``SpanHead`` named ``--classification-head-name``; the
-criterion is ``segabert_squad``. ``segatron-predict squad`` writes the
+criterion is ``extractive_qa``. ``segatron-predict squad`` writes the
 official ``{id: answer}`` predictions of a fine-tuned checkpoint.
 """
 import logging
@@ -23,12 +24,13 @@ from segatron_fairseq.data.squad_json import SquadQuestion, read_squad
 from segatron_fairseq.models.answer_span_head import SpanHead
 from segatron_fairseq.segments import TABLE_SIZES
 from segatron_fairseq.tasks.finetuning_task import FinetuningConfig, FinetuningTask
+from segatron_fairseq.tasks.registry_aliases import register_alias
 
 logger = logging.getLogger(__name__)
 
 
 @dataclass
-class SegaBERTSquadConfig(FinetuningConfig):
+class ExtractiveQAConfig(FinetuningConfig):
     data: str = field(default="???", metadata={"help": "directory of the SQuAD JSON files"})
     squad_v2: bool = field(default=False, metadata={"help": "SQuAD v2.0: unanswerable questions, no-answer score"})
     train_file: Optional[str] = field(default=None, metadata={"help": "default train-v1.1.json / train-v2.0.json"})
@@ -39,11 +41,11 @@ class SegaBERTSquadConfig(FinetuningConfig):
     classification_head_name: str = field(default="squad_span_head")
 
 
-@register_task("segabert_squad", dataclass=SegaBERTSquadConfig)
-class SegaBERTSquadTask(FinetuningTask):
-    CRITERION = "segabert_squad"
+@register_task("extractive_qa", dataclass=ExtractiveQAConfig)
+class ExtractiveQATask(FinetuningTask):
+    CRITERION = "extractive_qa"
 
-    def __init__(self, cfg: SegaBERTSquadConfig, dictionary):
+    def __init__(self, cfg: ExtractiveQAConfig, dictionary):
         super().__init__(cfg, dictionary)
         self.tokenize_context = ContextTokenizer(cfg.pretrain_data, dictionary)
 
@@ -88,3 +90,6 @@ class SegaBERTSquadTask(FinetuningTask):
 
     def max_positions(self):
         return self.cfg.max_positions
+
+
+register_alias("task", "segabert_squad", "extractive_qa")

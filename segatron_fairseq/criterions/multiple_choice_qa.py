@@ -1,14 +1,16 @@
-"""Criterion ``segabert_multiple_choice``: cross-entropy over the options'
-scores (one classification-head output per option, [CLS]); reports accuracy
-over all examples and over each of the task's groups (RACE: middle, high)."""
+"""Criterion ``multiple_choice_qa`` (alias ``segabert_multiple_choice``):
+cross-entropy over the options' scores (one classification-head output per
+option, [CLS]); reports accuracy over all examples and over each of the
+task's groups (RACE: middle, high)."""
 import torch.nn.functional as F
 from fairseq.criterions import FairseqCriterion, register_criterion
 from fairseq.dataclass import FairseqDataclass
 
 from segatron_fairseq.criterions.example_metrics import log_loss_per_example, log_percent
+from segatron_fairseq.tasks.registry_aliases import register_alias
 
 
-@register_criterion("segabert_multiple_choice", dataclass=FairseqDataclass)
+@register_criterion("multiple_choice_qa", dataclass=FairseqDataclass)
 class MultipleChoiceCriterion(FairseqCriterion):
     def __init__(self, task):
         super().__init__(task)
@@ -41,3 +43,6 @@ class MultipleChoiceCriterion(FairseqCriterion):
     @staticmethod
     def logging_outputs_can_be_summed() -> bool:
         return True
+
+
+register_alias("criterion", "segabert_multiple_choice", "multiple_choice_qa")

@@ -1,5 +1,5 @@
-"""Task ``segabert_multiple_choice``: RACE with SegaBERT, or the BERT baseline
-(``--arch segabert_bert_*``).
+"""Task ``multiple_choice_qa`` (alias ``segabert_multiple_choice``): RACE with
+SegaBERT, the BERT baseline (``--arch segabert_bert_*``) or XLNet.
 
 ``data`` is the official RACE directory: split ``train`` reads
 ``train/{middle,high}/*.txt``, ``valid`` reads ``dev/``, any other split its
@@ -8,7 +8,7 @@ article as ``data/multiple_choice_dataset.py`` draws it (query p = 0,
 article paragraphs p = 1.., sentences by the pre-training corpus's
 splitter). The model scores each option with a classification head of one
 output (``--classification-head-name``); the criterion
-``segabert_multiple_choice`` reports accuracy for middle, high and all.
+``multiple_choice_qa`` reports accuracy for middle, high and all.
 """
 import logging
 import os
@@ -21,24 +21,25 @@ from segatron_fairseq.data.race import RACE_LEVELS, read_race
 from segatron_fairseq.data.span_windows import ContextTokenizer
 from segatron_fairseq.segments import TABLE_SIZES, shorten_longest
 from segatron_fairseq.tasks.finetuning_task import FinetuningConfig, FinetuningTask
+from segatron_fairseq.tasks.registry_aliases import register_alias
 
 logger = logging.getLogger(__name__)
 
 
 @dataclass
-class SegaBERTMultipleChoiceConfig(FinetuningConfig):
+class MultipleChoiceQAConfig(FinetuningConfig):
     data: str = field(default="???", metadata={"help": "the RACE directory (train/, dev/, test/)"})
     max_positions: int = field(default=512, metadata={"help": "longest input, [CLS]/[SEP] included"})
     max_query_tokens: int = field(default=128, metadata={"help": "question + option cut to this many tokens"})
     classification_head_name: str = field(default="multiple_choice_head")
 
 
-@register_task("segabert_multiple_choice", dataclass=SegaBERTMultipleChoiceConfig)
-class SegaBERTMultipleChoiceTask(FinetuningTask):
-    CRITERION = "segabert_multiple_choice"
+@register_task("multiple_choice_qa", dataclass=MultipleChoiceQAConfig)
+class MultipleChoiceQATask(FinetuningTask):
+    CRITERION = "multiple_choice_qa"
     groups = RACE_LEVELS
 
-    def __init__(self, cfg: SegaBERTMultipleChoiceConfig, dictionary):
+    def __init__(self, cfg: MultipleChoiceQAConfig, dictionary):
         super().__init__(cfg, dictionary)
         self.tokenize_context = ContextTokenizer(cfg.pretrain_data, dictionary)
 
@@ -75,3 +76,6 @@ class SegaBERTMultipleChoiceTask(FinetuningTask):
     def max_positions(self):
         return self.cfg.max_positions
 
+
+
+register_alias("task", "segabert_multiple_choice", "multiple_choice_qa")

@@ -92,48 +92,67 @@ def test_hf_electra_refuses_directories_that_do_not_fit(tmp_path):
     assert "model_type is 'bert', not 'electra'" in out and not (tmp_path / "x").exists()
 
 
-def test_the_baseline_exports_to_electra_classes_and_back(tmp_path):
-    """Import, binarize a WordPiece corpus with its dictionary, export: transformers (4.35.2 and the newest) loads
-    both directories and gives our logits to 1e-5; importing the export gives the same tensors."""
-    from transformers import ElectraForMaskedLM, ElectraForPreTraining
-
+@pytest.fixture(scope="module")
+def electra_export(tmp_path_factory):
+    """Random Hugging Face ELECTRA directories imported, a WordPiece corpus binarized with their dictionary, and
+    exported: (the folder holding model/ and hf/, our model, the inputs of both as the export's ids)."""
     from segatron_fairseq.conversion.importers.wordpiece_vocabulary import map_wordpiece
 
-    _hf_electra(tmp_path / "original")
-    run_cli("segatron-import", "hf-electra", "--discriminator", tmp_path / "original" / "discriminator",
-            "--generator", tmp_path / "original" / "generator", "--out", tmp_path / "model")
+    tmp = tmp_path_factory.mktemp("electra_export")
+    _hf_electra(tmp / "original")
+    run_cli("segatron-import", "hf-electra", "--discriminator", tmp / "original" / "discriminator",
+            "--generator", tmp / "original" / "generator", "--out", tmp / "model")
     words = " ".join(f"tok{i}" for i in range(5, 40))
-    (tmp_path / "text.txt").write_text(f"{words} tok7ing.\n{words} tok9s tok1000.\n")
-    run_cli("segatron-preprocess", "--input-format", "lines", "--trainpref", tmp_path / "text.txt", "--srcdict",
-            tmp_path / "model" / "dict.txt", "--bpe", "wordpiece", "--bpe-vocab",
-            tmp_path / "original" / "discriminator" / "vocab.txt", "--bpe-cased", "--destdir", tmp_path / "bin")
-    run_cli("segatron-export", "hf", "--checkpoint", tmp_path / "model" / "checkpoint.pt", "--data",
-            tmp_path / "bin", "--out", tmp_path / "hf")
-    model, _ = _load(tmp_path / "model" / "checkpoint.pt")
-    exported_discriminator = ElectraForPreTraining.from_pretrained(tmp_path / "hf" / "discriminator").eval()
-    exported_generator = ElectraForMaskedLM.from_pretrained(tmp_path / "hf" / "generator").eval()
+    (tmp / "text.txt").write_text(f"{words} tok7ing.\n{words} tok9s tok1000.\n")
+    run_cli("segatron-preprocess", "--input-format", "lines", "--trainpref", tmp / "text.txt", "--srcdict",
+            tmp / "model" / "dict.txt", "--bpe", "wordpiece", "--bpe-vocab",
+            tmp / "original" / "discriminator" / "vocab.txt", "--bpe-cased", "--destdir", tmp / "bin")
+    run_cli("segatron-export", "hf", "--checkpoint", tmp / "model" / "checkpoint.pt", "--data", tmp / "bin",
+            "--out", tmp / "hf")
+    model, _ = _load(tmp / "model" / "checkpoint.pt")
     ids, attention_mask, token_type = _inputs(VOCAB)
     ids = map_wordpiece(_bert_vocab(VOCAB), "vocab").index[ids]  # the exported vocabulary keeps our ids
+    return tmp, model, dict(input_ids=ids, attention_mask=attention_mask, token_type_ids=token_type)
+
+
+def _our_logits(model, inputs) -> dict:
+    """Our discriminator's and generator's logits of ``inputs``, by exported directory."""
     with torch.no_grad():
-        ours = model.discriminate(ids, token_type=token_type)
-        theirs = exported_discriminator(input_ids=ids, attention_mask=attention_mask, token_type_ids=token_type)
-        real = attention_mask.bool()
-        torch.testing.assert_close(theirs.logits[real], ours[real], rtol=0, atol=1e-5)
-        theirs = exported_generator(input_ids=ids, attention_mask=attention_mask, token_type_ids=token_type)
-        torch.testing.assert_close(theirs.logits[real], model.generator(ids, token_type=token_type)[0][real],
-                                   rtol=0, atol=1e-5)
-    inputs = dict(input_ids=ids, attention_mask=attention_mask, token_type_ids=token_type)
-    for directory, class_name, logits in (("discriminator", "ElectraForPreTraining", ours),
-                                          ("generator", "ElectraForMaskedLM", theirs.logits)):
-        newest = newest_outputs(tmp_path, tmp_path / "hf" / directory, class_name, inputs)
-        torch.testing.assert_close(newest[real], logits[real], rtol=0, atol=1e-5)
-    run_cli("segatron-import", "hf-electra", "--discriminator", tmp_path / "hf" / "discriminator", "--generator",
-            tmp_path / "hf" / "generator", "--out", tmp_path / "again")
-    first = torch.load(tmp_path / "model" / "checkpoint.pt", weights_only=False)["model"]
+        return {"discriminator": model.discriminate(inputs["input_ids"], token_type=inputs["token_type_ids"]),
+                "generator": model.generator(inputs["input_ids"], token_type=inputs["token_type_ids"])[0]}
+
+
+def test_the_baseline_exports_to_electra_classes_and_back(electra_export, tmp_path):
+    """Import, binarize a WordPiece corpus with its dictionary, export: transformers 4.35.2 loads both directories
+    and gives our logits to 1e-5 (the newest release: the next test); importing the export gives the same tensors."""
+    from transformers import ElectraForMaskedLM, ElectraForPreTraining
+
+    exported_at, model, inputs = electra_export
+    ours = _our_logits(model, inputs)
+    real = inputs["attention_mask"].bool()
+    with torch.no_grad():
+        for directory, exported_class in (("discriminator", ElectraForPreTraining),
+                                          ("generator", ElectraForMaskedLM)):
+            theirs = exported_class.from_pretrained(exported_at / "hf" / directory).eval()(**inputs).logits
+            torch.testing.assert_close(theirs[real], ours[directory][real], rtol=0, atol=1e-5)
+    run_cli("segatron-import", "hf-electra", "--discriminator", exported_at / "hf" / "discriminator", "--generator",
+            exported_at / "hf" / "generator", "--out", tmp_path / "again")
+    first = torch.load(exported_at / "model" / "checkpoint.pt", weights_only=False)["model"]
     again = torch.load(tmp_path / "again" / "checkpoint.pt", weights_only=False)["model"]
     assert again.keys() == first.keys()
     for key in first:
         torch.testing.assert_close(again[key], first[key], rtol=0, atol=0, msg=key)
+
+
+@pytest.mark.end_to_end
+def test_the_electra_export_loads_in_the_newest_release(electra_export, tmp_path):
+    """The same two directories in the newest transformers release (a subprocess each): our logits to 1e-5."""
+    exported_at, model, inputs = electra_export
+    ours = _our_logits(model, inputs)
+    real = inputs["attention_mask"].bool()
+    for directory, class_name in (("discriminator", "ElectraForPreTraining"), ("generator", "ElectraForMaskedLM")):
+        newest = newest_outputs(tmp_path, exported_at / "hf" / directory, class_name, inputs)
+        torch.testing.assert_close(newest[real], ours[directory][real], rtol=0, atol=1e-5)
 
 
 def test_export_refuses_an_electra_model_with_index_tables(electra_checkpoints, segabert_corpus, tmp_path):
@@ -151,7 +170,6 @@ def test_hf_electra_names_a_directory_without_weights(tmp_path, name):
     out = run_cli("segatron-import", "hf-electra", "--discriminator", tmp_path / "hf" / "discriminator", "--generator",
                   tmp_path / "hf" / "generator", "--out", tmp_path / "x", expect_ok=False)
     assert f"{name}: no weights (model.safetensors or pytorch_model.bin)" in out
-
 
 
 @pytest.mark.parametrize("sharing", ["all", "attention"])

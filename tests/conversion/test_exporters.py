@@ -1,6 +1,10 @@
 """segatron-export hf: our segabert models as Hugging Face directories, loaded by transformers==4.35.2 (remote code
 for SegaBERT, plain BertForMaskedLM for the BERT baseline); features and MLM logits equal ours to 1e-5, and the
 exported tokenizer gives the ids our text encoder gives."""
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
 import pytest
 import torch
 from conftest import binarized_training_text, fairseq_train, run_cli
@@ -28,8 +32,6 @@ def _ours(checkpoint, corpus):
 TWO_PARAGRAPHS = "The w1s w2ed at her. He was w4ing the w5 of it.\nShe is w7 with his."
 PAIR = ("The w1s w2ed at her.", "She is w7 with his.")
 MASKED = "The w1s w2ed at <mask>. He was w4ing the w5 of it.\nShe is w7 with his."
-# the quick test and the newest release's test of one export run in one worker (scripts/test.sh: --dist loadgroup)
-SEGABERT_EXPORT = pytest.mark.xdist_group("segabert_export")
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +52,6 @@ def _index_inputs(encoded) -> dict:
                 sentence_index=encoded["sentence_index"], token_index=encoded["token_index"])
 
 
-@SEGABERT_EXPORT
 def test_segabert_exports_to_remote_code_that_transformers_loads(segabert_export):
     """The authors' SegaBERT (WordPiece) exported: its tokenizer lays raw text out as hub.encode (ids, the three
     indexes, token types; a text of two paragraphs and a pair), the exported model gives hub's features and MLM
@@ -82,7 +83,6 @@ def test_segabert_exports_to_remote_code_that_transformers_loads(segabert_export
 
 
 @pytest.mark.end_to_end
-@SEGABERT_EXPORT
 def test_segabert_export_loads_in_the_newest_release(segabert_export, tmp_path):
     """The same export in the newest transformers release (a subprocess): MLM logits, the tokenizer's layout and
     pipeline("fill-mask")'s words and probabilities equal hub's (1e-5)."""
@@ -118,7 +118,6 @@ def _assert_same_fillings(filled, expected, tokenizer) -> None:
                                torch.tensor([p for _, p in expected]), rtol=0, atol=1e-5)
 
 
-BERT_EXPORT = pytest.mark.xdist_group("bert_export")
 BERT_PAIR = ("tok5 tok6s tok7", "tok8 tok9ing tok1000")
 
 
@@ -139,7 +138,6 @@ def bert_export(tmp_path_factory):
     return tmp, _ours(tmp / "model" / "checkpoint.pt", tmp / "bin")
 
 
-@BERT_EXPORT
 def test_bert_baseline_exports_to_plain_bert_for_masked_lm(bert_export, tmp_path):
     from transformers import BertForMaskedLM, BertTokenizer
 
@@ -165,7 +163,6 @@ def test_bert_baseline_exports_to_plain_bert_for_masked_lm(bert_export, tmp_path
 
 
 @pytest.mark.end_to_end
-@BERT_EXPORT
 def test_bert_baseline_export_loads_in_the_newest_release(bert_export, tmp_path):
     """The same export as BertForMaskedLM in the newest transformers release (a subprocess): our logits to 1e-5."""
     exported_at, hub = bert_export
@@ -208,55 +205,94 @@ def _cross_thought_checkpoint(tmp_path, native):
     return tmp_path / "model" / "checkpoint_last.pt"
 
 
-@pytest.mark.parametrize("native", [False, True])
-def test_cross_thought_exports_with_an_encode_of_its_special_states(tmp_path, native):
-    """MLM logits and both encode outputs equal ours (a padded and a missing sequence); the tokenizer gives a
-    text's words alone, and pipeline("feature-extraction") on raw text gives the hub's encode (E, N x d) in
-    4.35.2 and the newest release."""
+CROSS_THOUGHT_TEXTS = ["w3 w17 w5 w9", "w1 w2"]
+
+
+@dataclass
+class CrossThoughtExport:
+    directory: Path  # the export
+    model: Any  # ours, in eval mode
+    task: Any
+    hub: Any
+
+    def tokens(self) -> torch.Tensor:
+        """(2, 4, 7) random short sequences: one shorter sequence, one missing."""
+        pad = self.task.dictionary.pad()
+        tokens = torch.randint(4, 24, (2, 4, 7), generator=torch.Generator().manual_seed(3))
+        tokens[0, 1, 5:] = pad  # a shorter sequence
+        tokens[1, 3] = pad  # a missing one
+        return tokens
+
+
+@pytest.fixture(scope="module", params=[False, True], ids=["imported", "native"])
+def cross_thought_export(request, tmp_path_factory) -> CrossThoughtExport:
+    """The authors' Cross-Thought imported, or one of ours trained one update (``_cross_thought_checkpoint``),
+    exported."""
     from fairseq import checkpoint_utils
-    from transformers import AutoModelForMaskedLM, AutoTokenizer, pipeline
 
     from segatron_fairseq.models.cross_thought import CrossThoughtModel
 
-    checkpoint = _cross_thought_checkpoint(tmp_path, native)
-    run_cli("segatron-export", "hf", "--checkpoint", checkpoint, "--data", tmp_path / "bin", "--out", tmp_path / "hf")
+    tmp = tmp_path_factory.mktemp("cross_thought_export")
+    checkpoint = _cross_thought_checkpoint(tmp, request.param)
+    run_cli("segatron-export", "hf", "--checkpoint", checkpoint, "--data", tmp / "bin", "--out", tmp / "hf")
     models, _, task = checkpoint_utils.load_model_ensemble_and_task([str(checkpoint)],
-                                                                    arg_overrides={"data": str(tmp_path / "bin")})
-    model = models[0].eval()
-    tokenizer = AutoTokenizer.from_pretrained(tmp_path / "hf", trust_remote_code=True)
-    assert tokenizer("w3  w17 w999")["input_ids"] == [
-        task.dictionary.index("w3"), task.dictionary.index("w17"), task.dictionary.unk()]
-    texts = ["w3 w17 w5 w9", "w1 w2"]
-    hub = CrossThoughtModel.from_pretrained(str(checkpoint.parent), checkpoint.name, str(tmp_path / "bin"))
-    expected = hub.encode(texts)
-    extract = pipeline("feature-extraction", model=tmp_path / "hf", tokenizer=tokenizer, trust_remote_code=True)
-    for text, embedding in zip(texts, expected):
+                                                                    arg_overrides={"data": str(tmp / "bin")})
+    hub = CrossThoughtModel.from_pretrained(str(checkpoint.parent), checkpoint.name, str(tmp / "bin"))
+    return CrossThoughtExport(tmp / "hf", models[0].eval(), task, hub)
+
+
+def test_cross_thought_exports_with_an_encode_of_its_special_states(cross_thought_export):
+    """MLM logits and both encode outputs equal ours (a padded and a missing sequence); the tokenizer gives a
+    text's words alone, and pipeline("feature-extraction") on raw text gives the hub's encode (E, N x d) in
+    4.35.2 (the newest release: the next test)."""
+    from transformers import AutoModelForMaskedLM, AutoTokenizer, pipeline
+
+    export = cross_thought_export
+    dictionary = export.task.dictionary
+    tokenizer = AutoTokenizer.from_pretrained(export.directory, trust_remote_code=True)
+    assert tokenizer("w3  w17 w999")["input_ids"] == [dictionary.index("w3"), dictionary.index("w17"),
+                                                      dictionary.unk()]
+    expected = export.hub.encode(CROSS_THOUGHT_TEXTS)
+    extract = pipeline("feature-extraction", model=export.directory, tokenizer=tokenizer, trust_remote_code=True)
+    for text, embedding in zip(CROSS_THOUGHT_TEXTS, expected):
         torch.testing.assert_close(torch.tensor(extract(text)[0]), embedding, rtol=0, atol=1e-5)
-    batch = tokenizer(texts, padding=True, return_tensors="pt")
+    batch = tokenizer(CROSS_THOUGHT_TEXTS, padding=True, return_tensors="pt")
     with torch.no_grad():
         features = extract.model(**batch).sequence_embeddings
     torch.testing.assert_close(features, expected, rtol=0, atol=1e-5)
-    newest_run = newest_tokenizer_and_pipeline(tmp_path, tmp_path / "hf", "feature-extraction", [(texts[0],)],
-                                               texts[0])
-    assert newest_run["tokenizer"][0]["input_ids"] == tokenizer(texts[0])["input_ids"]
-    torch.testing.assert_close(torch.tensor(newest_run["pipeline"][0]), expected[0], rtol=0, atol=1e-5)
-    pad = task.dictionary.pad()
-    tokens = torch.randint(4, 24, (2, 4, 7), generator=torch.Generator().manual_seed(3))
-    tokens[0, 1, 5:] = pad  # a shorter sequence
-    tokens[1, 3] = pad  # a missing one
-    exported = AutoModelForMaskedLM.from_pretrained(tmp_path / "hf", trust_remote_code=True).eval()
+    tokens = export.tokens()
+    exported = AutoModelForMaskedLM.from_pretrained(export.directory, trust_remote_code=True).eval()
     with torch.no_grad():
-        ours, extra = model(tokens)
+        ours, extra = export.model(tokens)
         theirs = exported(tokens).logits
-        real = tokens.ne(pad)
+        real = tokens.ne(dictionary.pad())
         torch.testing.assert_close(theirs[real], ours[real], rtol=0, atol=1e-5)
-        newest = newest_outputs(tmp_path, tmp_path / "hf", "AutoModelForMaskedLM", {"input_ids": tokens},
-                                trust_remote_code=True)
-        torch.testing.assert_close(newest[real], ours[real], rtol=0, atol=1e-5)
         present = real.any(-1)
         torch.testing.assert_close(exported.encode(tokens)[present], extra["cross_states"][present], rtol=0, atol=1e-5)
         torch.testing.assert_close(exported.encode(tokens, cross=False)[present],
                                    extra["sequence_embeddings"][present], rtol=0, atol=1e-5)
+
+
+@pytest.mark.end_to_end
+def test_cross_thought_export_loads_in_the_newest_release(cross_thought_export, tmp_path):
+    """The same export in the newest transformers release (a subprocess): the tokenizer's ids,
+    pipeline("feature-extraction")'s embedding and the MLM logits equal ours (1e-5)."""
+    from transformers import AutoTokenizer
+
+    export = cross_thought_export
+    text = CROSS_THOUGHT_TEXTS[0]
+    newest_run = newest_tokenizer_and_pipeline(tmp_path, export.directory, "feature-extraction", [(text,)], text)
+    tokenizer = AutoTokenizer.from_pretrained(export.directory, trust_remote_code=True)
+    assert newest_run["tokenizer"][0]["input_ids"] == tokenizer(text)["input_ids"]
+    torch.testing.assert_close(torch.tensor(newest_run["pipeline"][0]), export.hub.encode([text])[0], rtol=0,
+                               atol=1e-5)
+    tokens = export.tokens()
+    with torch.no_grad():
+        ours, _ = export.model(tokens)
+    real = tokens.ne(export.task.dictionary.pad())
+    newest = newest_outputs(tmp_path, export.directory, "AutoModelForMaskedLM", {"input_ids": tokens},
+                            trust_remote_code=True)
+    torch.testing.assert_close(newest[real], ours[real], rtol=0, atol=1e-5)
 
 
 def test_sentencepiece_corpus_exports_a_tokenizer_with_our_ids(tmp_path):

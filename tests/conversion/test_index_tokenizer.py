@@ -230,6 +230,7 @@ else:
 """
 
 
+@pytest.mark.end_to_end
 @pytest.mark.parametrize("release", ["4.35.2", "newest"])
 def test_with_only_torch_and_transformers_transformers_names_what_the_tokenizer_needs(tmp_path, corpus, release):
     """In an environment of only torch and transformers (and what they require: scripts/share_packages.py links

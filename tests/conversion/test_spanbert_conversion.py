@@ -53,29 +53,46 @@ def test_hf_bert_still_needs_the_mlm_head(tmp_path):
     assert "not a BERT masked LM of this layout" in out and not (tmp_path / "x" / "checkpoint.pt").exists()
 
 
-def test_sbo_checkpoint_exports_without_its_head(segabert_corpus, tmp_path):
-    """A segabert_bert_tiny trained with the span boundary objective exports as a plain BertForMaskedLM (a warning
-    names the head left out); transformers' logits and hidden states equal ours to 1e-5."""
-    from transformers import BertForMaskedLM
-
+@pytest.fixture(scope="module")
+def sbo_export(segabert_corpus, tmp_path_factory):
+    """A segabert_bert_tiny trained two updates with the span boundary objective and exported: (the export's
+    directory, what segatron-export printed, the hub of the checkpoint, an encoded pair)."""
     from segatron_fairseq.models.segabert import SegaBERTModel
 
+    tmp = tmp_path_factory.mktemp("sbo_export")
     fairseq_train(segabert_corpus, task="segabert_mlm", arch="segabert_bert_tiny", criterion="span_boundary_mlm",
-                  save_dir=tmp_path / "sbo", extra=["--mask-span", "span", "--span-boundary-objective",
-                                                    "--tokens-per-sample", 32, "--batch-size", 8, "--max-update", 2,
-                                                    "--no-epoch-checkpoints", "--disable-validation"])
-    checkpoint = tmp_path / "sbo" / "checkpoint_last.pt"
-    out = run_cli("segatron-export", "hf", "--checkpoint", checkpoint, "--data", segabert_corpus,
-                  "--out", tmp_path / "hf")
-    assert "classification heads span_boundary are not exported" in out
+                  save_dir=tmp / "sbo", extra=["--mask-span", "span", "--span-boundary-objective",
+                                               "--tokens-per-sample", 32, "--batch-size", 8, "--max-update", 2,
+                                               "--no-epoch-checkpoints", "--disable-validation"])
+    checkpoint = tmp / "sbo" / "checkpoint_last.pt"
+    out = run_cli("segatron-export", "hf", "--checkpoint", checkpoint, "--data", segabert_corpus, "--out", tmp / "hf")
     hub = SegaBERTModel.from_pretrained(str(checkpoint.parent), checkpoint.name, str(segabert_corpus))
+    return tmp / "hf", out, hub, hub.encode("the crab lives near a reef", "it hides under ledge")
+
+
+def test_sbo_checkpoint_exports_without_its_head(sbo_export):
+    """A segabert_bert_tiny trained with the span boundary objective exports as a plain BertForMaskedLM (a warning
+    names the head left out); transformers' logits and hidden states equal ours to 1e-5 (the newest release: the
+    next test)."""
+    from transformers import BertForMaskedLM
+
+    directory, out, hub, encoded = sbo_export
+    assert "classification heads span_boundary are not exported" in out
     assert "span_boundary" in hub.model.head_names()
-    encoded = hub.encode("the crab lives near a reef", "it hides under ledge")
-    exported = BertForMaskedLM.from_pretrained(tmp_path / "hf").eval()
+    exported = BertForMaskedLM.from_pretrained(directory).eval()
     with torch.no_grad():
         inputs = dict(input_ids=encoded["src_tokens"], token_type_ids=encoded["token_type"])
         torch.testing.assert_close(exported(**inputs).logits, hub.model(**encoded)[0], rtol=0, atol=1e-5)
-        torch.testing.assert_close(newest_outputs(tmp_path, tmp_path / "hf", "BertForMaskedLM", inputs),
-                                   hub.model(**encoded)[0], rtol=0, atol=1e-5)
         torch.testing.assert_close(exported.bert(**inputs).last_hidden_state, hub.extract_features(encoded),
                                    rtol=0, atol=1e-5)
+
+
+@pytest.mark.end_to_end
+def test_sbo_export_loads_in_the_newest_release(sbo_export, tmp_path):
+    """The same export as BertForMaskedLM in the newest transformers release (a subprocess): our logits to 1e-5."""
+    directory, _, hub, encoded = sbo_export
+    inputs = dict(input_ids=encoded["src_tokens"], token_type_ids=encoded["token_type"])
+    with torch.no_grad():
+        ours = hub.model(**encoded)[0]
+    torch.testing.assert_close(newest_outputs(tmp_path, directory, "BertForMaskedLM", inputs), ours, rtol=0,
+                               atol=1e-5)

@@ -370,6 +370,13 @@ PRETRAINED_KINDS = {"segabert": ("segabert_tiny", [], "segabert_checkpoint"),
                     "xlnet_token": ("xlnet_tiny", ["--positions", "token"], "xlnet_checkpoints")}
 
 
+def quick_first(*params):
+    """``params`` for ``pytest.mark.parametrize``, every one after the first marked end-to-end: the quick tier
+    fine-tunes from the first pre-trained kind, the full suite from each."""
+    return [params[0], *(pytest.param(*(p if isinstance(p, tuple) else (p,)), marks=pytest.mark.end_to_end)
+                         for p in params[1:])]
+
+
 def pretrained_kind(request, kind):
     """(architecture, model options, checkpoint) of a ``PRETRAINED_KINDS`` kind."""
     arch, options, fixture = PRETRAINED_KINDS[kind]

@@ -204,6 +204,7 @@ if __name__ == "__main__":  # the workers import this module too
 """
 
 
+@pytest.mark.end_to_end
 def test_a_run_with_workers_and_threads_gives_no_fork_warning(wikitext, tmp_path):
     """Python 3.12+ warns ``This process ... is multi-threaded, use of fork() may lead to deadlocks in the child``
     when a process with threads forks, once per fork (a DeprecationWarning, printed here with -W always; -W error

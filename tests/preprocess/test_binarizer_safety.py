@@ -595,6 +595,7 @@ def test_a_signal_that_lands_in_code_that_swallows_exceptions_still_stops_the_ru
 
 # ---- one run at a time into a destination ---------------------------------------------------------------
 
+@pytest.mark.end_to_end
 def test_a_destination_another_process_holds_is_refused(corpus, dest):
     """The test process holds the destination's lock; a segatron-preprocess process is refused at once."""
     from segatron_preprocess.staging import LOCK_FILE, locked_destination

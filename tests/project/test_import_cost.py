@@ -4,9 +4,12 @@ the exported remote code, pytorch-crf and seqeval for token labelling)."""
 import subprocess
 import sys
 
+import pytest
+
 HEAVY = ("scipy", "sklearn", "matplotlib", "transformers", "torchcrf", "seqeval")
 
 
+@pytest.mark.end_to_end
 def test_importing_the_plugin_loads_no_heavy_library():
     code = ("import sys, segatron_fairseq, segatron_fairseq.cli.components; "
             f"print(sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r})))")

@@ -186,6 +186,7 @@ def test_torch_is_pinned_at_the_version_pip_installed_not_at_its___version__(tmp
     assert "torch.__version__" not in install and install.count("pinned_requirements.py\" torch") == 2
 
 
+@pytest.mark.end_to_end
 def test_a_second_environment_imports_the_shared_torch_without_a_copy(tmp_path):
     """scripts/share_packages.py: an environment made beside .venv sees .venv's torch (and what torch requires) as
     installed, through links, and nothing else of .venv."""

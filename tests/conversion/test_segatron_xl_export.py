@@ -197,21 +197,28 @@ def test_shipped_modules_import_only_torch_the_standard_library_and_each_other(t
                         lambda stem: stem.endswith("_segatron_xl") or stem.startswith("tokenization_"))
 
 
-def test_one_forward_reads_at_most_its_stated_number_of_tokens(tmp_path, corpus):
+def test_one_forward_refuses_more_than_its_stated_number_of_tokens(tmp_path, corpus):
     """The attention of one forward grows with the square of its length: a row longer than MAX_SEGMENT_TOKENS
     (4,096, the bound the module doc states) is refused before anything is computed, and says how to read a long
-    text; a row of exactly that length is read."""
+    text (a row of exactly that length is read: the next test)."""
     from transformers import AutoModelForCausalLM
 
     _, out = _exported(tmp_path, corpus, "transformer_xl")
     model = AutoModelForCausalLM.from_pretrained(out, trust_remote_code=True).eval()
     assert sys.modules[type(model).__module__].MAX_SEGMENT_TOKENS == 4096
-    tokens = torch.full((1, 4097), 5)
     with pytest.raises(ValueError, match="input_ids holds 4,097 tokens per row: SegatronXLForCausalLM reads at most "
                                          "4,096 in one forward .* passing each forward's past_key_values"):
-        model(tokens)
+        model(torch.full((1, 4097), 5))
+
+
+@pytest.mark.end_to_end  # one forward at the stated bound
+def test_one_forward_reads_its_stated_number_of_tokens(tmp_path, corpus):
+    from transformers import AutoModelForCausalLM
+
+    _, out = _exported(tmp_path, corpus, "transformer_xl")
+    model = AutoModelForCausalLM.from_pretrained(out, trust_remote_code=True).eval()
     with torch.no_grad():
-        assert model(tokens[:, :4096]).logits.shape[:2] == (1, 4096)
+        assert model(torch.full((1, 4096), 5)).logits.shape[:2] == (1, 4096)
 
 
 def test_export_refuses_a_corpus_whose_dictionary_is_not_the_checkpoints(tmp_path, corpus):

@@ -98,6 +98,7 @@ def test_pair_classification_flattens_2n_cross_states(pretrained, tmp_path):
     assert "Linear(in_features=640, out_features=2" in out  # 2 sequences x 5 special tokens x 64
 
 
+@pytest.mark.end_to_end  # a run at the paper's pool size
 def test_answer_selection_runs_with_100_candidates_and_long_texts(pretrained, tmp_path):
     """The paper's pools: 100 candidates per question, some longer than
     --max-sequence-length (cut and counted, never dropped), encoded 32

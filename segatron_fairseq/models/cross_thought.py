@@ -15,7 +15,7 @@ sequence again (Eq. 8) and the tied LM head predicts masked words (Eq. 9).
 heads and special indexes, ``sequence_embeddings`` and ``cross_states``
 (B, M, N, d).
 """
-from typing import List, Optional, Tuple
+from typing import Optional, Tuple
 
 import torch
 from fairseq.models import register_model
@@ -212,8 +212,10 @@ class CrossThoughtEncoder(RobertaEncoder):
 
 @register_model("cross_thought")
 class CrossThoughtModel(EncoderInterface, RobertaModel):
-    """``CrossThoughtEncoder`` as a fairseq model; its pair classifiers in
-    RoBERTa's ``classification_heads``, any other head in ``task_heads``."""
+    """``CrossThoughtEncoder`` as a fairseq model; its heads (the pair
+    classifiers of ``register_classification_head`` among them) in
+    ``task_heads``: a flattening pair classifier has no RoBERTa ``dense``
+    layer, which RoBERTa's ``classification_heads`` upgrade reads."""
 
     WORD_TABLE_KEY = "encoder.sentence_encoder.embed_tokens.weight"
 
@@ -266,7 +268,7 @@ class CrossThoughtModel(EncoderInterface, RobertaModel):
         return cls(args, CrossThoughtEncoder(args, task.source_dictionary))
 
     def register_classification_head(self, name, num_classes=None, inner_dim=None, **kwargs):
-        self.classification_heads[name] = PairClassificationHead(
+        self.task_heads[name] = PairClassificationHead(
             self.args.encoder_embed_dim, self.args.num_special_tokens, num_classes, self.args.pair_pooling,
             self.args.pooler_dropout)
 
@@ -274,7 +276,7 @@ class CrossThoughtModel(EncoderInterface, RobertaModel):
                 **kwargs):
         if classification_head_name is not None:
             _, extra = self.encoder(src_tokens, cross_only=True, **kwargs)
-            return self.classification_heads[classification_head_name](extra["cross_states"]), extra
+            return self.task_heads[classification_head_name](extra["cross_states"]), extra
         return self.encoder(src_tokens, features_only, return_all_hiddens, **kwargs)
 
     def token_features(self, src_tokens, **net_input):
@@ -292,12 +294,6 @@ class CrossThoughtModel(EncoderInterface, RobertaModel):
     def task_head_container(self) -> TaskHeads:
         return self.task_heads
 
-    def classification_head_names(self) -> List[str]:
-        return list(self.classification_heads)
-
-    def _classification_head(self, name: str) -> nn.Module:
-        return self.classification_heads[name]
-
     def special_tokens(self) -> Tuple[int, bool]:
         """N special tokens per sequence, and whether one embedding serves them all."""
         return self.args.num_special_tokens, self.args.shared_special_embedding
@@ -312,9 +308,15 @@ class CrossThoughtModel(EncoderInterface, RobertaModel):
         return self.encoder.rank(question_embeddings, candidate_embeddings)
 
     def upgrade_state_dict_named(self, state_dict, name):
-        """RoBERTa's upgrade, then ``TaskHeads.restore`` of the task heads."""
+        """RoBERTa's upgrade, then ``TaskHeads.restore`` of the task heads. A
+        checkpoint from before 0.3.0 kept the pair classifiers in
+        ``classification_heads``: they move to ``task_heads`` first."""
+        prefix = name + "." if name else ""
+        saved = {key[len(prefix + "classification_heads."):].split(".")[0] for key in state_dict
+                 if key.startswith(prefix + "classification_heads.")}
+        TaskHeads.move_heads(state_dict, prefix + "classification_heads.", prefix + "task_heads.", saved)
         super().upgrade_state_dict_named(state_dict, name)
-        self.task_heads.restore(state_dict, (name + "." if name else "") + "task_heads.")
+        self.task_heads.restore(state_dict, prefix + "task_heads.")
 
     def max_positions(self):
         """The longest short sequence, in words: --max-positions minus the N

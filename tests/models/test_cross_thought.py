@@ -234,3 +234,30 @@ def test_sizes_are_checked_per_sequence_never_per_sample():
     message = "2 samples hold a short sequence longer than 20 tokens.*sample 0 has one of 30"
     with pytest.raises(ValueError, match=message):
         PerSequenceSizeCheck().filter_indices_by_size(indices, dataset, 20)
+
+
+@pytest.mark.parametrize("pooling", ["flatten", "average"])
+def test_a_fine_tuned_pair_classifier_reloads_from_either_layout(pooling):
+    """A pair classifier is a task head (``task_heads.pair``); a checkpoint from before 0.3.0 kept it in RoBERTa's
+    ``classification_heads``, whose upgrade reads a ``dense`` layer the flattening classifier has not: both layouts
+    load, with the saved head's logits."""
+    from tiny_models import tiny_model
+
+    def fine_tuned(seed):
+        model = tiny_model("cross_thought_tiny", "--pair-pooling", pooling, seed=seed)
+        model.register_classification_head("pair", num_classes=3)
+        return model
+
+    saved = fine_tuned(seed=0)
+    tokens = torch.randint(4, 30, (2, 2, 6), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        expected, _ = saved(tokens, classification_head_name="pair")
+    current = saved.state_dict()
+    before_0_3_0 = {key.replace("task_heads.", "classification_heads.", 1): value for key, value in current.items()}
+    for state in (current, before_0_3_0):
+        model = fine_tuned(seed=1)
+        state = dict(state)
+        model.upgrade_state_dict_named(state, "")
+        model.load_state_dict(state)
+        with torch.no_grad():
+            torch.testing.assert_close(model(tokens, classification_head_name="pair")[0], expected, rtol=0, atol=0)

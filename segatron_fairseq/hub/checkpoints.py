@@ -158,7 +158,10 @@ def load_pretrained(model: str, model_name_or_path: str, checkpoint_file: str, d
                     overrides: Dict) -> LoadedCheckpoint:
     """What ``from_pretrained`` loads: ``model_name_or_path/checkpoint_file``,
     with the corpus ``data_name_or_path`` (relative to the model directory
-    when it starts with '.')."""
+    when it starts with '.': fairseq's ``hub_utils.from_pretrained`` rule).
+    fairseq's archive handling (``file_utils.load_archive_file``) is left
+    out: given a path that is not a directory it extracts it as a tarball
+    and deletes the file."""
     corpus = data_name_or_path
     if corpus.startswith("."):
         corpus = os.path.abspath(os.path.join(model_name_or_path, corpus))

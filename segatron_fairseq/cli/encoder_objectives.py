@@ -57,7 +57,7 @@ ELECTRA = Objective("electra", "ELECTRA: embedding E = width / 4, a generator of
                     "detection AUC on unigram replacements)",
                     ["--task", "segabert_mlm", "--criterion", "electra", "--leave-unmasked-prob", "0.15",
                      "--random-token-prob", "0"],
-                    {"segabert": "segabert_electra_tiny", "bert": "segabert_bert_electra_tiny"}, measure="rtd_auc",
+                    {"segabert": "segabert_electra_tiny", "bert": "electra_tiny"}, measure="rtd_auc",
                     options=["--factorized-embed-dim", "{embed_dim}", "--generator-width-fraction", "0.25"],
                     mlm_archs=MLM.archs)
 

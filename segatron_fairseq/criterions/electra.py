@@ -93,7 +93,7 @@ class ElectraCriterion(FairseqCriterion):
     def forward(self, model, sample, reduce=True):
         if not isinstance(model, SegaBERTElectraModel) or not model.has_generator():
             raise ValueError(f"--criterion electra needs a pre-training segabert_electra model (--arch "
-                             f"segabert_electra_* or segabert_bert_electra_*), not {type(model).__name__}")
+                             f"segabert_electra_* or electra_*), not {type(model).__name__}")
         net_input = sample["net_input"]
         src_tokens, target = net_input["src_tokens"], sample["target"]
         indexes = encoder_indexes(net_input)

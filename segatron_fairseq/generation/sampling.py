@@ -19,8 +19,6 @@ from typing import Callable, List, Optional, Sequence, Tuple
 import torch
 from torch import Tensor
 
-from segatron_fairseq.segments import SEGMENT_LEVELS
-
 
 def next_token(lprobs: Tensor, topk: int, topp: float, temperature: float, excluded: Sequence[int],
                generator: Optional[torch.Generator]) -> int:
@@ -41,9 +39,9 @@ def next_token(lprobs: Tensor, topk: int, topp: float, temperature: float, exclu
     return int(torch.multinomial(probs, 1, generator=generator))
 
 
-def _starts(decoder, sentence: bool, paragraph: bool, device) -> dict:
+def _starts(parts: Sequence[str], sentence: bool, paragraph: bool, device) -> dict:
     flags = {"sentence": sentence, "paragraph": paragraph}
-    return {part: torch.tensor([flags[part]], device=device) for part in SEGMENT_LEVELS if part in decoder.part_dims}
+    return {part: torch.tensor([flags[part]], device=device) for part in parts}
 
 
 @torch.no_grad()
@@ -53,12 +51,10 @@ def sample_tokens(model, prompt: Sequence[int], prompt_starts: Sequence[Tuple[bo
                   incremental: bool = True) -> List[int]:
     """``max_len`` new tokens after ``prompt`` (ids, and (sentence, paragraph)
     starts of each). The model's evaluation memory is reset before and after."""
-    decoder = model.decoder
     model.eval()
     device = next(model.parameters()).device
-    dictionary = decoder.dictionary
-    excluded = [dictionary.pad(), dictionary.bos()]
-    inputs = [dictionary.eos()] + list(prompt)
+    parts, excluded = model.segment_parts(), model.never_generated()
+    inputs = [model.eos()] + list(prompt)
     starts = [(True, True)] + list(prompt_starts)
     model.reset_memory(training=False)
     try:
@@ -67,19 +63,19 @@ def sample_tokens(model, prompt: Sequence[int], prompt_starts: Sequence[Tuple[bo
             window = slice(max(0, len(inputs) - max_keys), len(inputs))
             if incremental and cache is not None:
                 cache.keep_last(max_keys - 1)
-                features = decoder.decode_step(torch.tensor([inputs[-1]], device=device),
-                                               _starts(decoder, *starts[-1], device), cache)[0]
+                features = model.decode_step(torch.tensor([inputs[-1]], device=device),
+                                             _starts(parts, *starts[-1], device), cache)[0]
             else:
                 source = (torch.tensor([inputs[window]], device=device),
                           torch.tensor([[s for s, _ in starts[window]]], device=device),
                           torch.tensor([[p for _, p in starts[window]]], device=device))
                 if incremental:  # the prompt, in one forward
-                    features, cache = decoder.prime_decoding(*source)
+                    features, cache = model.prime_decoding(*source)
                     features = features[0]
                 else:
                     model.reset_memory(training=False)
-                    features = decoder.extract_features(*source)[0, -1]
-            output = decoder.output_layer(features[None, None])  # logits, or features for the adaptive softmax
+                    features = model.last_features(*source)[0]
+            output = model.output_layer(features[None, None])  # logits, or features for the adaptive softmax
             lprobs = model.get_normalized_probs((output, None), log_probs=True)[0, 0]
             token = next_token(lprobs, topk, topp, temperature, excluded, generator)
             generated.append(token)

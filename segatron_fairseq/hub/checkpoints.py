@@ -22,7 +22,6 @@ checkpoint's own: Cross-Thought's hub needs only the corpus's dictionary and
 sub-words, and a fine-tuned checkpoint's task would read its fine-tuning files.
 """
 import os
-import re
 from dataclasses import dataclass
 from typing import Any, Dict, Optional
 
@@ -30,7 +29,6 @@ from fairseq import checkpoint_utils, tasks
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf, overwrite_args_by_name
 from fairseq.models import ARCH_MODEL_NAME_REGISTRY, MODEL_REGISTRY
 
-from segatron_fairseq.models.encoder_interface import EncoderInterface
 from segatron_fairseq.segments import MASK_SYMBOL, SEP_SYMBOL
 from segatron_preprocess.corpus_format import DICT_FILE
 
@@ -43,7 +41,6 @@ HUB_USES = {"segatron_xl": "Segatron-XL scoring and generation", "segabert": "Se
 CORPUS_TASKS = {"cross_thought": "cross_thought_mlm"}
 # model -> the model whose hub serves its checkpoints (ELECTRA's: its discriminator is a SegaBERT encoder)
 SERVED_AS = {"segabert_electra": "segabert"}
-_ADAPTIVE_INPUT_BAND = re.compile(r"decoder\.embed_tokens\.embeddings\.\d+\.0\.weight")
 
 
 @dataclass
@@ -101,16 +98,9 @@ def read_checkpoint(path: str) -> Dict:
 
 def embedded_symbols(model_name: str, model_state: Dict) -> Optional[int]:
     """Rows of the token embedding of a checkpoint of the registered model
-    ``model_name``, or None when it has none: an encoder's class says
-    (``EncoderInterface.embedded_symbols``); for Segatron-XL, the decoder's
-    table (an adaptive input's bands together)."""
+    ``model_name`` (its class's ``embedded_symbols``), or None when it has none."""
     model_class = MODEL_REGISTRY.get(model_name)
-    if isinstance(model_class, type) and issubclass(model_class, EncoderInterface):
-        return model_class.embedded_symbols(model_state)
-    if "decoder.embed_tokens.weight" in model_state:
-        return model_state["decoder.embed_tokens.weight"].size(0)
-    bands = [value.size(0) for key, value in model_state.items() if _ADAPTIVE_INPUT_BAND.fullmatch(key)]
-    return sum(bands) if bands else None
+    return model_class.embedded_symbols(model_state) if model_class is not None else None
 
 
 def _override(state: Dict, overrides: Dict) -> None:

@@ -279,15 +279,6 @@ class CrossThoughtModel(EncoderInterface, RobertaModel):
             return self.task_heads[classification_head_name](extra["cross_states"]), extra
         return self.encoder(src_tokens, features_only, return_all_hiddens, **kwargs)
 
-    def token_features(self, src_tokens, **net_input):
-        """(B, M, L) short sequences -> (B, M, L, d) their words after the final layer (Eq. 8)."""
-        features, _ = self.encoder(src_tokens, features_only=True)
-        return features
-
-    @property
-    def token_feature_dim(self) -> int:
-        return self.args.encoder_embed_dim
-
     def word_embeddings(self) -> nn.Embedding:
         return self.encoder.sentence_encoder.embed_tokens
 

@@ -9,7 +9,7 @@ with ``hasattr``. Its task heads live in one ``TaskHeads`` container
 
     model = task.build_model(cfg)                      # any encoder
     d = model.token_feature_dim
-    model.register_task_head("squad", AnswerSpanHead(d))
+    model.register_task_head("squad", SpanHead(d))
     features = model.token_features(**sample["net_input"])   # (B, T, d)
     logits = model.task_head("squad")(features)               # (B, T, 2)
 """

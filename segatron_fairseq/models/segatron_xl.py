@@ -12,6 +12,7 @@ start of every pass. It is not saved in checkpoints.
 import functools
 import logging
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
@@ -39,6 +40,8 @@ from segatron_fairseq.modules.segment_memory import CachedWindow, SegmentMemory
 from segatron_fairseq.segments import SEGMENT_LEVELS
 
 logger = logging.getLogger(__name__)
+# the state-dict keys of an adaptive input's bands
+_ADAPTIVE_INPUT_BAND = re.compile(r"decoder\.embed_tokens\.embeddings\.\d+\.0\.weight")
 _BASE = MODEL_PRESETS["wt103_base"]
 
 
@@ -413,6 +416,14 @@ class SegatronXLModel(FairseqLanguageModel):
             nn.init.normal_(embed_tokens.weight, std=d ** -0.5)
         return cls(SegatronXLDecoder(cfg, dictionary, embed_tokens))
 
+    @classmethod
+    def embedded_symbols(cls, state_dict: Dict[str, Tensor]) -> Optional[int]:
+        """Rows of a checkpoint's token embedding (an adaptive input's bands together), None without one."""
+        if "decoder.embed_tokens.weight" in state_dict:
+            return state_dict["decoder.embed_tokens.weight"].size(0)
+        bands = [value.size(0) for key, value in state_dict.items() if _ADAPTIVE_INPUT_BAND.fullmatch(key)]
+        return sum(bands) if bands else None
+
     def reset_memory(self, training: Optional[bool] = None) -> None:
         self.decoder.reset_memory(training)
 
@@ -431,6 +442,24 @@ class SegatronXLModel(FairseqLanguageModel):
     def eos(self) -> int:
         """The dictionary's ``</s>``, which also starts every stream the model reads."""
         return self.decoder.dictionary.eos()
+
+    def never_generated(self) -> List[int]:
+        """The symbols a sampler never draws: the dictionary's padding and ``<s>``."""
+        return [self.decoder.dictionary.pad(), self.decoder.dictionary.bos()]
+
+    def prime_decoding(self, src_tokens: Tensor, sentence_starts: Optional[Tensor] = None,
+                       paragraph_starts: Optional[Tensor] = None) -> Tuple[Tensor, DecodingCache]:
+        """``SegatronXLDecoder.prime_decoding``: a prompt (B, T) in one forward -> (B, d) features, the cache."""
+        return self.decoder.prime_decoding(src_tokens, sentence_starts, paragraph_starts)
+
+    def decode_step(self, tokens: Tensor, starts: Dict[str, Tensor], cache: DecodingCache) -> Tensor:
+        """``SegatronXLDecoder.decode_step``: one new position per row -> (B, d) features."""
+        return self.decoder.decode_step(tokens, starts, cache)
+
+    def last_features(self, src_tokens: Tensor, sentence_starts: Optional[Tensor] = None,
+                      paragraph_starts: Optional[Tensor] = None) -> Tensor:
+        """(B, d) features of each row's last position after a full forward of (B, T) (and the memory updated)."""
+        return self.decoder.extract_features(src_tokens, sentence_starts, paragraph_starts)[:, -1]
 
     def has_adaptive_softmax(self) -> bool:
         """Whether the output is an adaptive softmax's (``--adaptive-softmax-cutoff``), not logits."""

@@ -28,6 +28,8 @@ class CrossThoughtPairConfig(TextClassificationConfig):
 
 @register_task("cross_thought_pair_classification", dataclass=CrossThoughtPairConfig)
 class CrossThoughtPairClassificationTask(PerSequenceSizeCheck, TextClassificationTask):
+    CRITERION = "sentence_prediction_metrics"  # fairseq's sentence_prediction reads RoBERTa's classification heads
+
     def load_dataset(self, split: str, epoch: int = 1, combine: bool = False, **kwargs):
         if len(self.format.text_columns) != 2:
             raise ValueError("cross_thought_pair_classification needs two text columns (--text-columns A,B)")

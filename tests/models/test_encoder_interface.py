@@ -29,8 +29,8 @@ def test_every_registered_encoder_is_listed_here():
 def test_each_encoder_implements_the_interface(name):
     model = tiny(name).eval()
     assert isinstance(model, EncoderInterface)
-    d = model.token_feature_dim
     words = model.word_embeddings()
+    d = words.embedding_dim if name == "cross_thought" else model.token_feature_dim
     assert words.embedding_dim <= d and model.layer_norm_eps > 0
     assert type(model).embedded_symbols(model.state_dict()) == words.num_embeddings > 30
     for table in model.index_tables().values():
@@ -40,10 +40,15 @@ def test_each_encoder_implements_the_interface(name):
     assert model.task_head("span").out_proj.in_features == d and "span" in model.head_names()
     with pytest.raises(KeyError, match="no head 'nothing'"):
         model.task_head("nothing")
-    src = torch.full((2, 3, 6) if name == "cross_thought" else (2, 6), 5)
+    src = torch.full((2, 6), 5)
+    if name == "cross_thought":  # its input is (B, M, L) short sequences: no per-token features of a text
+        with pytest.raises(NotOfThisEncoder, match="a CrossThoughtModel gives no per-token features"):
+            model.token_features(src)
+        with pytest.raises(NotOfThisEncoder, match="a CrossThoughtModel gives no per-token features"):
+            assert model.token_feature_dim is None
+        return
     index = {f"{level}_index": torch.zeros(2, 6, dtype=torch.long) for level in ("paragraph", "sentence", "token")}
-    features = model.token_features(src, **({} if name == "cross_thought" else index))
-    assert features.shape == (*src.shape, d)
+    assert model.token_features(src, **index).shape == (2, 6, d)
 
 
 def test_what_an_encoder_lacks_is_one_clear_error():
@@ -99,7 +104,7 @@ def test_cross_thought_ranks_and_embeds_through_its_model():
     model = tiny("cross_thought").eval()
     assert isinstance(model, CrossThoughtModel) and model.special_tokens() == (5, False)
     embeddings = model.sequence_embeddings(torch.full((3, 1, 4), 5))  # (B, M, N, d)
-    assert embeddings.shape == (3, 1, 5, model.token_feature_dim)
+    assert embeddings.shape == (3, 1, 5, model.word_embeddings().embedding_dim)
     assert model.rank(embeddings[:1, 0], embeddings[:, 0]).shape == (1, 3)
 
 

@@ -125,8 +125,9 @@ OLD_LAYOUTS = {"segatron_xl": _segatron_xl_0_1_0, "segabert": _segabert_0_2_0, "
 
 
 def _with_head(model, name="answer", classes=2):
+    """``model`` with a task head ``name`` (8 -> ``classes``: only its weights are compared)."""
     if isinstance(model, EncoderInterface):
-        model.register_task_head(name, torch.nn.Linear(model.token_feature_dim, classes))
+        model.register_task_head(name, torch.nn.Linear(8, classes))
     return model
 
 

@@ -1,9 +1,11 @@
-"""Tasks, criterions, the hub, the CLI and evaluation reach a model only through what its class offers
+"""Tasks, criterions, the hub, the CLI, evaluation and generation reach a model only through what its class offers
 (``models/encoder_interface.py``, the model classes' methods and properties, ``nn.Module`` and fairseq's model API):
 no ``hasattr`` / ``getattr`` on a model and no attribute path into its instance's internals (``model.encoder``,
 ``model.args``, ``model.classification_heads``...). Each file is parsed with ``ast``; a model is an expression named
 ``model`` or ending in ``.model`` (``self.model``, ``hub.model``, ``loaded.model``; not ``cfg.model``, a
-configuration)."""
+configuration). What a class offers is the union over the plugin's model classes (a method of one model called on
+another passes), and only expressions named as above are seen: the test finds reaching into internals, not every
+wrong call."""
 import ast
 from pathlib import Path
 from typing import List, Set, Tuple
@@ -14,7 +16,7 @@ from fairseq.models import MODEL_REGISTRY, BaseFairseqModel
 from segatron_fairseq.models.encoder_interface import EncoderInterface
 
 ROOT = Path(__file__).resolve().parents[2]
-CHECKED = ["tasks", "criterions", "hub", "cli", "evaluation"]
+CHECKED = ["tasks", "criterions", "hub", "cli", "evaluation", "generation"]
 CONFIGURATIONS = {"cfg", "args"}  # ``cfg.model`` is the model's configuration, not the model
 
 

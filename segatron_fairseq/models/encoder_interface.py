@@ -5,7 +5,10 @@ Every encoder (``SegaBERTModel`` with SpanBERT / ALBERT / ELECTRA, ``XLNetModel`
 overrides what it can give; what it cannot give raises ``NotOfThisEncoder``
 (a ``ValueError`` naming the model and the thing), so callers never probe
 with ``hasattr``. Its task heads live in one ``TaskHeads`` container
-(``models/task_heads.py``)::
+(``models/task_heads.py``), saved under ``task_heads.`` (SegaBERT,
+Cross-Thought: beside RoBERTa's own ``classification_heads``) or, where a
+model has no other heads, under the name its checkpoints always used
+(XLNet and the cloze model: ``classification_heads.``)::
 
     model = task.build_model(cfg)                      # any encoder
     d = model.token_feature_dim

@@ -27,6 +27,7 @@ from omegaconf import II
 from segatron_fairseq.data import ClozeBlockDataset, FieldDataset
 from segatron_fairseq.models.encoder_interface import EncoderInterface
 from segatron_fairseq.segments import TABLE_SIZES
+from segatron_fairseq.tasks.shards import first_shard
 from segatron_fairseq.tasks.single_dictionary_task import (
     SingleDictionaryTask,
     load_corpus_dictionary,
@@ -79,9 +80,10 @@ class ClozeLMTask(SingleDictionaryTask):
         return model
 
     def load_dataset(self, split: str, epoch: int = 1, combine: bool = False, **kwargs):
-        corpus = self.open_split(split)
-        if read_metadata(self.cfg.data).get(STREAM_STYLE) == "authors":
-            raise ValueError(f"{self.cfg.data}: binarized with --stream-style authors (paragraph counters that run "
+        corpus = self.open_split(split, epoch)
+        directory = first_shard(self.cfg.data)  # binarized as every shard
+        if read_metadata(directory).get(STREAM_STYLE) == "authors":
+            raise ValueError(f"{directory}: binarized with --stream-style authors (paragraph counters that run "
                              f"over the whole split, no document starts): cloze blocks stay within documents; "
                              f"binarize with --stream-style fairseq")
         d = self.dictionary

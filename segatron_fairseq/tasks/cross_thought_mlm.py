@@ -33,6 +33,7 @@ from segatron_fairseq.data import (
 from segatron_fairseq.segments import MASK_SYMBOL
 from segatron_fairseq.tasks.masking import MaskingConfig, load_dictionary_with_mask, span_mask_dataset
 from segatron_fairseq.tasks.per_sequence_sizes import PerSequenceSizeCheck
+from segatron_fairseq.tasks.shards import first_shard
 from segatron_fairseq.tasks.single_dictionary_task import SingleDictionaryTask
 from segatron_preprocess.corpus_format import METADATA_FILE
 from segatron_preprocess.split_reader import check_token_ids
@@ -60,10 +61,10 @@ class CrossThoughtMLMTask(PerSequenceSizeCheck, SingleDictionaryTask):
         return cls(cfg, load_dictionary_with_mask(cfg.data))
 
     def load_dataset(self, split: str, epoch: int = 1, combine: bool = False, **kwargs):
-        path = os.path.join(self.cfg.data, split)
-        if os.path.isfile(os.path.join(self.cfg.data, METADATA_FILE)):  # segatron-preprocess's: the split as a whole
-            tokens = self.open_split(split).tokens
+        if os.path.isfile(os.path.join(first_shard(self.cfg.data), METADATA_FILE)):  # segatron-preprocess's: whole
+            tokens = self.open_split(split, epoch).tokens
         else:  # what fairseq-preprocess writes
+            path = os.path.join(self.split_directory(split, epoch), split)
             tokens = data_utils.load_indexed_dataset(path, self.dictionary)
             if tokens is None:
                 raise FileNotFoundError(f"split '{split}' not found: {path}.bin/.idx")

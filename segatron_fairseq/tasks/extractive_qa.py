@@ -47,7 +47,7 @@ class ExtractiveQATask(FinetuningTask):
 
     def __init__(self, cfg: ExtractiveQAConfig, dictionary):
         super().__init__(cfg, dictionary)
-        self.tokenize_context = ContextTokenizer(cfg.pretrain_data, dictionary)
+        self.tokenize_context = ContextTokenizer(self.corpus, dictionary)
 
     def split_path(self, split: str) -> str:
         version = "2.0" if self.cfg.squad_v2 else "1.1"

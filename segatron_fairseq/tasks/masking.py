@@ -12,6 +12,7 @@ from omegaconf import II
 
 from segatron_fairseq.data.span_masking import MASK_SPAN_MODES, SpanMaskDataset
 from segatron_fairseq.segments import MASK_SYMBOL
+from segatron_fairseq.tasks.shards import first_shard
 from segatron_fairseq.tasks.single_dictionary_task import load_corpus_dictionary, verify_data_field
 from segatron_preprocess.corpus_format import BPE, METADATA_FILE, NO_BPE, WORDPIECE, read_metadata
 
@@ -41,13 +42,14 @@ def load_dictionary_with_mask(data: str, source: str = "the data of a masked-LM 
 
 def whole_word_starts(data: str, dictionary: Dictionary, option: str = "--mask-whole-words") -> torch.Tensor:
     """(len(dictionary),) uint8, 1 for symbols that begin a word: every symbol
-    when the corpus was binarized without sub-words, sentencepiece pieces
+    when the corpus ``data`` (its first shard) was binarized without sub-words, sentencepiece pieces
     starting with ▁, WordPiece pieces not starting with ## (and the special
     symbols) otherwise. ``option``: the option that needs them (errors name it)."""
-    metadata = read_metadata(data)
+    directory = first_shard(data)
+    metadata = read_metadata(directory)
     if not metadata:
-        raise ValueError(f"{option}: {os.path.join(data, METADATA_FILE)} is missing, so it is unknown "
-                         f"whether the symbols of {data} are words or sentencepiece pieces; binarize the corpus "
+        raise ValueError(f"{option}: {os.path.join(directory, METADATA_FILE)} is missing, so it is unknown "
+                         f"whether the symbols of {directory} are words or sentencepiece pieces; binarize the corpus "
                          f"with segatron-preprocess")
     if metadata.get(BPE, NO_BPE) == NO_BPE:
         return torch.ones(len(dictionary), dtype=torch.uint8)

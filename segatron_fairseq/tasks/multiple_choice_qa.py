@@ -41,7 +41,7 @@ class MultipleChoiceQATask(FinetuningTask):
 
     def __init__(self, cfg: MultipleChoiceQAConfig, dictionary):
         super().__init__(cfg, dictionary)
-        self.tokenize_context = ContextTokenizer(cfg.pretrain_data, dictionary)
+        self.tokenize_context = ContextTokenizer(self.corpus, dictionary)
 
     def load_dataset(self, split: str, epoch: int = 1, combine: bool = False, **kwargs):
         directory = os.path.join(self.cfg.data, {"valid": "dev"}.get(split, split))

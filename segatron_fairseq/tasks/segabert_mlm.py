@@ -124,7 +124,7 @@ class SegaBERTMLMTask(SingleDictionaryTask):
         return super().build_criterion(cfg)
 
     def load_dataset(self, split: str, epoch: int = 1, combine: bool = False, **kwargs):
-        corpus = self.open_split(split)
+        corpus = self.open_split(split, epoch)
         examples = (SentenceOrderDataset if self.cfg.sentence_order_prediction else DocumentExampleDataset)(
             corpus, self.dictionary.bos(), self.dictionary.eos(), self.cfg.tokens_per_sample, self.index_limits,
             self.cfg.seed, self.cfg.examples_per_epoch,

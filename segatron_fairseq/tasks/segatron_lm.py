@@ -45,6 +45,7 @@ from omegaconf import II
 
 from segatron_fairseq.data import SegmentStreamDataset
 from segatron_fairseq.models.segatron_xl_decoding import GenerationSetup
+from segatron_fairseq.tasks.shards import first_shard
 from segatron_fairseq.tasks.single_dictionary_task import (
     SingleDictionaryTask,
     load_corpus_dictionary,
@@ -99,7 +100,7 @@ class SegatronLMTask(SingleDictionaryTask):
         return rows or 1
 
     def load_dataset(self, split: str, epoch: int = 1, combine: bool = False, **kwargs):
-        corpus = self.open_split(split)
+        corpus = self.open_split(split, epoch)
         if self.cfg.sample_break_mode == "eos":
             if split == self.cfg.train_subset:
                 raise ValueError("--sample-break-mode eos makes prompts for fairseq-generate; training reads the "
@@ -155,7 +156,7 @@ class SegatronLMTask(SingleDictionaryTask):
     @functools.cached_property
     def text_encoder(self) -> TextEncoder:
         """The corpus's own splitter, sub-words and dictionary (``TextEncoder``)."""
-        return TextEncoder(self.cfg.data, self.dictionary)
+        return TextEncoder(first_shard(self.cfg.data), self.dictionary)
 
     def build_generator(self, models, args, seq_gen_cls=None, extra_gen_cls_kwargs=None,
                         prefix_allowed_tokens_fn=None):

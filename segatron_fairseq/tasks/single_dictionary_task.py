@@ -7,8 +7,11 @@ from fairseq's tools, as for a checkpoint of another dictionary). The task's
 and the model's options are checked against the minimums their dataclass
 fields declare (``min`` metadata: ``OptionValueError``, one line
 from fairseq's tools).
-``load_corpus_dictionary`` is how every task reads a corpus's dictionary;
+``load_corpus_dictionary`` is how every task reads a corpus's dictionary
+(of ``DIR1:DIR2:...``, the first shard's, after checking that the shards
+agree: ``shards.py``), ``split_directory`` the shard a split is read from;
 ``verify_data_field`` the option of the tasks that read binarized splits."""
+import logging
 import os
 from dataclasses import field
 from typing import Optional, Tuple
@@ -20,23 +23,29 @@ from fairseq.models import ARCH_MODEL_REGISTRY, MODEL_REGISTRY
 from fairseq.tasks import FairseqTask
 
 from segatron_fairseq.tasks.registry_aliases import registered_name
+from segatron_fairseq.tasks.shards import check_shards_agree, data_shards, first_shard, shard_index
 from segatron_preprocess.corpus_format import DICT_FILE
+
+logger = logging.getLogger(__name__)
 
 
 def load_corpus_dictionary(data: str, source: str, *appended: str) -> Dictionary:
-    """The dict.txt of the segatron-preprocess directory ``data`` with the
-    symbols ``appended`` added at its end; ``source``: the option that named
-    ``data`` (the error says it)."""
-    path = os.path.join(data, DICT_FILE)
-    if not os.path.isfile(path):
-        if not os.path.lexists(data):
-            problem = f"{data}: no such directory"
-        elif not os.path.isdir(data):
-            problem = f"{data}: a file, not a directory"
-        else:
-            problem = f"{path} not found"
-        raise FileNotFoundError(f"{problem}: {source} must be a segatron-preprocess directory")
-    dictionary = Dictionary.load(path)
+    """The dict.txt of the segatron-preprocess directory ``data`` (of the
+    first of its shards ``DIR1:DIR2:...``, which must agree) with the symbols
+    ``appended`` added at its end; ``source``: the option that named ``data``
+    (the error says it)."""
+    for directory in data_shards(data):
+        path = os.path.join(directory, DICT_FILE)
+        if not os.path.isfile(path):
+            if not os.path.lexists(directory):
+                problem = f"{directory}: no such directory"
+            elif not os.path.isdir(directory):
+                problem = f"{directory}: a file, not a directory"
+            else:
+                problem = f"{path} not found"
+            raise FileNotFoundError(f"{problem}: {source} must be a segatron-preprocess directory")
+    check_shards_agree(data, source)
+    dictionary = Dictionary.load(os.path.join(first_shard(data), DICT_FILE))
     for symbol in appended:
         dictionary.add_symbol(symbol)
     return dictionary
@@ -53,12 +62,22 @@ class SingleDictionaryTask(FairseqTask):
     CRITERION: Optional[str] = None  # the registered criterion this task needs, when no other fits its samples
     MODELS: Tuple[str, ...] = ()  # the registered models this task's samples fit, when not every model does
 
-    def open_split(self, split: str):
-        """The binarized ``split`` of ``--data`` (a ``SegmentIndexedDataset``), checked against its manifest
-        (with ``--verify-data``: its files rehashed whole)."""
+    def split_directory(self, split: str, epoch: int = 1) -> str:
+        """The directory of ``--data`` that ``split`` is read from at ``epoch``: with shards
+        ``DIR1:DIR2:...``, the training split's shard of the epoch, the first for any other (logged)."""
+        shards = data_shards(self.cfg.data)
+        k = shard_index(len(shards), split, epoch, getattr(self.cfg, "train_subset", "train"))
+        if len(shards) > 1:
+            logger.info(f"{split}: epoch {epoch} reads shard {k + 1} of {len(shards)}, {shards[k]}")
+        return shards[k]
+
+    def open_split(self, split: str, epoch: int = 1):
+        """The binarized ``split`` of ``--data`` at ``epoch`` (a ``SegmentIndexedDataset``; ``split_directory``
+        says which shard), checked against its manifest (with ``--verify-data``: its files rehashed whole)."""
         from segatron_fairseq.data import SegmentIndexedDataset
 
-        return SegmentIndexedDataset(os.path.join(self.cfg.data, split), len(self.dictionary), self.cfg.verify_data)
+        return SegmentIndexedDataset(os.path.join(self.split_directory(split, epoch), split), len(self.dictionary),
+                                     self.cfg.verify_data)
 
     def __init__(self, cfg, dictionary: Dictionary):
         check_field_bounds(getattr(type(self), "__dataclass", None), cfg)

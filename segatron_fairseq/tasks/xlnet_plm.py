@@ -69,7 +69,7 @@ class XLNetPLMTask(SegatronLMTask):
         self.num_predict = max(1, round(cfg.tokens_per_sample / cfg.partial_prediction_k))
 
     def load_dataset(self, split: str, epoch: int = 1, combine: bool = False, **kwargs):
-        corpus = self.open_split(split)
+        corpus = self.open_split(split, epoch)
         num_shards, shard_id = 1, 0
         if torch.distributed.is_available() and torch.distributed.is_initialized():
             num_shards = distributed_utils.get_data_parallel_world_size()

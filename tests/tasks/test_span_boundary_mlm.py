@@ -7,6 +7,7 @@ import pytest
 import torch
 from conftest import fairseq_train, run_cli
 from omegaconf import OmegaConf
+from tiny_models import build, tiny_args
 
 SBO = ["--mask-span", "span", "--span-boundary-objective"]
 
@@ -20,16 +21,7 @@ def _task(corpus, **options):
 
 
 def _model(task, arch):
-    import argparse
-
-    from fairseq.models import ARCH_MODEL_REGISTRY
-
-    import segatron_fairseq  # noqa: F401
-
-    args = argparse.Namespace(arch=arch)
-    ARCH_MODEL_REGISTRY[arch].add_args(argparse.ArgumentParser())
-    torch.manual_seed(0)
-    return task.build_model(args).eval()
+    return build(tiny_args(arch, width=()), task)
 
 
 @pytest.mark.parametrize("arch", ["segabert_tiny", "segabert_bert_tiny"])

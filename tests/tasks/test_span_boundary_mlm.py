@@ -20,17 +20,13 @@ def _task(corpus, **options):
     return SegaBERTMLMTask.setup_task(cfg)
 
 
-def _model(task, arch):
-    return build(tiny_args(arch, width=()), task)
-
-
 @pytest.mark.parametrize("arch", ["segabert_tiny", "segabert_bert_tiny"])
 def test_criterion_is_the_masked_lm_plus_the_boundary_loss_by_hand(segabert_corpus, arch):
     """loss / sample size = MLM / m + SBO / (n + 1) (SpanBERT's); the parts logged apart."""
     from segatron_fairseq.criterions.span_boundary_mlm import SpanBoundaryMLMLoss
 
     task = _task(segabert_corpus, mask_span="span", span_boundary_objective=True)
-    model = _model(task, arch)
+    model = build(tiny_args(arch, width=()), task)
     task.load_dataset("valid")
     dataset = task.dataset("valid")
     sample = dataset.collater([dataset[i] for i in range(4)])

@@ -3,6 +3,7 @@ fairseq-train builds it (its registered architecture and task options, only the 
 task constructed around a small dictionary (no data directory), and a batch of the ``net_input`` that task gives::
 
     model = tiny_model("segabert_tiny")                   # (tiny_args, tiny_task, build: step by step)
+    model = tiny_model("xlnet_tiny", *as_options(mem_len=4))  # config fields as options
     net_input = tiny_batch(model, rows=3)                 # right-padded, with the segment indexes
     features = model.token_features(**net_input)          # (3, T, 32)
 
@@ -195,6 +196,16 @@ def variants() -> List[Tuple[str, str]]:
     found = []
     for name in plugin_models():
         found += [(name, variant) for variant in RECIPES[name].variants] if name in RECIPES else [(name, name)]
+    return found
+
+
+def as_options(**fields) -> List[str]:
+    """Config fields as command-line options: ``combination_mask="none", segment_positions=True`` ->
+    ``--combination-mask none --segment-positions`` (a store_true field given as True; False leaves it out)."""
+    found = []
+    for name, value in fields.items():
+        flag = "--" + name.replace("_", "-")
+        found += [flag] if value is True else [] if value is False else [flag, str(value)]
     return found
 
 

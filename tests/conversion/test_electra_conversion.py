@@ -176,31 +176,18 @@ def test_hf_electra_names_a_directory_without_weights(tmp_path, name):
 def test_a_layer_sharing_baseline_exports_with_each_layers_copy(tmp_path, sharing):
     """ELECTRA has no cross-layer sharing: a segabert_bert_electra model with --share-encoder-layers is written with
     the shared tensors in every layer, and transformers gives our logits to 1e-5."""
-    from fairseq import options
-    from fairseq.data import Dictionary
+    from tiny_models import dictionary, tiny_model
     from transformers import ElectraForMaskedLM, ElectraForPreTraining
 
-    from segatron_fairseq import PLUGIN_DIR
     from segatron_fairseq.conversion.exporters import huggingface_electra
-    from segatron_fairseq.models.segabert_electra import SegaBERTElectraModel
 
-    class Task:
-        source_dictionary, mask_idx = Dictionary(), 3
-
-        def max_positions(self):
-            return 64
-
-    for i in range(VOCAB - len(Task.source_dictionary)):
-        Task.source_dictionary.add_symbol(f"w{i}")
-    args = options.parse_args_and_arch(options.get_training_parser(), [
-        "/unused", "--user-dir", PLUGIN_DIR, "--task", "segabert_mlm", "--arch", "segabert_bert_electra_tiny",
-        "--criterion", "electra", "--share-encoder-layers", sharing, "--dropout", "0", "--attention-dropout", "0"])
-    torch.manual_seed(0)
-    model = SegaBERTElectraModel.build_model(args, Task()).eval()
+    vocabulary = dictionary(words=VOCAB - 4)
+    model = tiny_model("segabert_bert_electra_tiny", "--criterion", "electra", "--share-encoder-layers", sharing,
+                       "--dropout", 0, "--attention-dropout", 0, width=(), vocabulary=vocabulary)
     with torch.no_grad():
         for name, parameter in model.named_parameters():
             parameter.normal_(1.0 if "layer_norm.weight" in name or "layernorm" in name else 0.0, 0.3)
-    huggingface_electra.export(model, Task.source_dictionary, None, str(tmp_path / "hf"))
+    huggingface_electra.export(model, vocabulary, None, str(tmp_path / "hf"))
     ids = torch.tensor([[0, 5, 6, 7, 8, 9, 2]])
     with torch.no_grad():
         theirs = ElectraForPreTraining.from_pretrained(tmp_path / "hf" / "discriminator").eval()(input_ids=ids)

@@ -10,6 +10,7 @@ import transformers
 from conftest import _fresh_hydra_version_base, run_cli
 from test_albert_conversion import _spiece
 from test_huggingface_importers import _load
+from tiny_models import as_options, tiny_model
 
 from segatron_fairseq.data.permutation_lm import permutation_sample
 
@@ -152,20 +153,17 @@ def _write_xlnet_checkpoint(directory, corpus, positions="token", tie_position_b
     from fairseq.data import Dictionary
 
     from segatron_fairseq.conversion.importers.fairseq_checkpoint import write_checkpoint
-    from segatron_fairseq.models.xlnet import XLNetConfig, XLNetModel
 
     dictionary = Dictionary.load(str(corpus / "dict.txt"))
-    settings = dict(encoder_layers=2, encoder_embed_dim=32, encoder_attention_heads=4, encoder_head_dim=8,
-                    encoder_ffn_embed_dim=48, mem_len=REUSE, positions=positions,
-                    tie_position_biases=tie_position_biases, init_std=0.3)
-    torch.manual_seed(1)
-    model = XLNetModel(XLNetConfig(**settings), dictionary)
+    options = as_options(encoder_layers=2, encoder_embed_dim=32, encoder_attention_heads=4, encoder_head_dim=8,
+                         encoder_ffn_embed_dim=48, mem_len=REUSE, positions=positions,
+                         tie_position_biases=tie_position_biases, init_std=0.3)
+    model = tiny_model("xlnet_tiny", *options, width=(), seed=1, vocabulary=dictionary)
     with torch.no_grad():
         for name, parameter in model.named_parameters():
             if name.endswith("norm.weight"):
                 parameter.normal_(1.0, 0.3)
-    arguments = ["--arch", "xlnet_tiny", *[str(a) for key, value in settings.items() if value is not False
-                                          for a in (f"--{key.replace('_', '-')}", value) if a is not True]]
+    arguments = ["--arch", "xlnet_tiny", *options]
     with _fresh_hydra_version_base():  # fairseq's hydra.experimental, as a console script of run_cli has it
         return write_checkpoint(str(directory), dictionary, "xlnet_plm", arguments, model.state_dict())
 
@@ -291,14 +289,14 @@ def test_a_symbol_fine_tuning_appended_gets_no_probability(sentencepiece_corpus)
     from fairseq.data import Dictionary
 
     from segatron_fairseq.conversion.exporters.huggingface_xlnet import ABSENT_PIECE_BIAS, _state, exported_symbols
-    from segatron_fairseq.models.xlnet import XLNetConfig, XLNetModel
     from segatron_fairseq.segments import MASK_SYMBOL
     from segatron_preprocess.subwords import SentencePiece
 
     dictionary = Dictionary.load(str(sentencepiece_corpus / "dict.txt"))
     dictionary.add_symbol(MASK_SYMBOL)
-    model = XLNetModel(XLNetConfig(encoder_layers=1, encoder_embed_dim=16, encoder_attention_heads=2,
-                                   encoder_head_dim=8, encoder_ffn_embed_dim=24), dictionary)
+    width = as_options(encoder_layers=1, encoder_embed_dim=16, encoder_attention_heads=2, encoder_head_dim=8,
+                       encoder_ffn_embed_dim=24)
+    model = tiny_model("xlnet", width=width, vocabulary=dictionary)
     with torch.no_grad():
         model.output_bias.normal_()
     symbols, pieces = exported_symbols(dictionary, SentencePiece(str(sentencepiece_corpus / "sentencepiece.model")))

@@ -1,5 +1,4 @@
 """SegaBERT from raw text: the pre-training index layout, features, masked-word predictions, heads."""
-import argparse
 
 import numpy as np
 import pytest
@@ -87,20 +86,17 @@ def test_sentencepiece_keeps_the_mask_symbol_whole(tmp_path):
 def test_fill_mask_writes_sentencepiece_predictions_without_their_word_marker(tmp_path):
     """On a sentencepiece corpus the filled text holds "in", not the piece "\u2581in"; a piece inside a word is
     written as it is."""
-    from conftest import PLUGIN_DIR, binarized_training_text
-    from fairseq import options
+    from conftest import binarized_training_text
+    from tiny_models import build, tiny_args, tiny_task
 
     from segatron_fairseq.hub.segabert import SegaBERTHubInterface
-    from segatron_fairseq.models.segabert import SegaBERTModel
     from segatron_fairseq.tasks.masking import load_dictionary_with_mask
 
     data = binarized_training_text(tmp_path, 20, 61, "--bpe", "sentencepiece", "--bpe-vocab-size", 60)
     dictionary = load_dictionary_with_mask(str(data))
-    task = argparse.Namespace(source_dictionary=dictionary, mask_idx=dictionary.index("<mask>"),
-                              max_positions=lambda: 64)
-    args = options.parse_args_and_arch(options.get_training_parser(), [
-        "/unused", "--user-dir", PLUGIN_DIR, "--task", "segabert_mlm", "--arch", "segabert_tiny"])
-    hub = SegaBERTHubInterface(args, task, SegaBERTModel.build_model(args, task), str(data))
+    args = tiny_args("segabert_tiny", width=())
+    task = tiny_task(args, dictionary)
+    hub = SegaBERTHubInterface(args, task, build(args, task), str(data))
     masked = "The lobster lives <mask> the reef ."
     filled = hub.fill_mask(masked, topk=len(dictionary))
     symbols = [symbol for _, _, symbol in filled]

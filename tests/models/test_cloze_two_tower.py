@@ -1,13 +1,10 @@
 """The cloze two-tower model: its masks pair by pair, what each prediction depends on, padding."""
-import argparse
-
 import numpy as np
 import pytest
 import torch
 from fairseq.data import Dictionary
-from fairseq.models import ARCH_CONFIG_REGISTRY
+from tiny_models import as_options, tiny_model
 
-import segatron_fairseq  # noqa: F401  (registers the architectures)
 from segatron_fairseq.data.cloze_blocks import block_layout
 from segatron_fairseq.models.cloze_two_tower import ClozeTwoTower, ClozeTwoTowerModel
 from segatron_fairseq.modules.cloze_combination import (
@@ -27,11 +24,14 @@ def dictionary(size=VOCAB) -> Dictionary:
     return words
 
 
-def tiny(**options) -> ClozeTwoTower:
-    cfg = argparse.Namespace(**options)
-    ARCH_CONFIG_REGISTRY["cloze_two_tower_tiny"](cfg)
-    torch.manual_seed(0)
-    return ClozeTwoTower(cfg, dictionary()).eval()
+def tiny_cloze_model(**fields) -> ClozeTwoTowerModel:
+    """The tiny architecture at its own width (d 64) with config ``fields``, over ``dictionary()``."""
+    return tiny_model("cloze_two_tower_tiny", *as_options(**fields), width=(), vocabulary=dictionary())
+
+
+def tiny(**fields) -> ClozeTwoTower:
+    """The network of ``tiny_cloze_model``."""
+    return tiny_cloze_model(**fields).network
 
 
 def tokens(*rows):
@@ -171,7 +171,7 @@ def test_the_forward_indexes_in_the_backward_tower_would_tell_it(monkeypatch):
 def test_checkpoints_from_before_index_layout_2():
     """Without its version key, a checkpoint of a model that reads no index loads; one that does is refused."""
     for options, loads in [({}, True), (LEAK_OPTIONS, False)]:
-        model = ClozeTwoTowerModel(None, tiny(**options))  # fairseq's load_state_dict upgrades "network.*"
+        model = tiny_cloze_model(**options)  # fairseq's load_state_dict upgrades "network.*"
         state = {k: v for k, v in model.state_dict().items() if k != "network.index_layout_version"}
         if loads:
             model.load_state_dict(state)
@@ -183,7 +183,7 @@ def test_checkpoints_from_before_index_layout_2():
     state = tiny(token_positions="sentence").state_dict()
     with pytest.raises(ValueError, match="trained with --token-positions sentence; this model has --token-positions "
                                          "absolute: give the checkpoint's"):
-        ClozeTwoTowerModel(None, tiny()).load_state_dict({f"network.{k}": v for k, v in state.items()})
+        tiny_cloze_model().load_state_dict({f"network.{k}": v for k, v in state.items()})
     state = tiny(**LEAK_OPTIONS).state_dict()
     state["index_layout_version"] = torch.tensor(3)
     with pytest.raises(ValueError, match="checkpoint of index layout 3; this code reads layout 2"):

@@ -2,7 +2,7 @@
 scales by 16 and sees the combination unmasked; a pre-trained table gets the fine-tuning symbols' rows."""
 import pytest
 import torch
-from tiny_models import dictionary, tiny_model
+from tiny_models import as_options, dictionary, tiny_model
 
 from segatron_fairseq.models.cloze_two_tower import LM_OUTPUT_SCALE, ClozeTwoTowerModel
 from segatron_fairseq.segments import MASK_SYMBOL, SEP_SYMBOL
@@ -12,8 +12,8 @@ PAD = 1
 
 def model(*appended, seed=0, **options) -> ClozeTwoTowerModel:
     """cloze_two_tower_tiny (in training mode) over ``dictionary(*appended)``, with ``options`` (config fields)."""
-    flags = [str(part) for name, value in options.items() for part in (f"--{name.replace('_', '-')}", value)]
-    return tiny_model("cloze_two_tower_tiny", *flags, width=(), seed=seed, vocabulary=dictionary(*appended)).train()
+    return tiny_model("cloze_two_tower_tiny", *as_options(**options), width=(), seed=seed,
+                      vocabulary=dictionary(*appended)).train()
 
 
 def pairs_batch(net):

@@ -8,28 +8,22 @@ import sys
 import pytest
 import torch
 from conftest import ROOT, binarized_training_text, fairseq_train
-from fairseq.data import Dictionary
 from fairseq.models import ARCH_CONFIG_REGISTRY
+from tiny_models import as_options, dictionary, tiny_model
 
-from segatron_fairseq.models.cross_thought import CrossThoughtModel
+from segatron_fairseq.segments import MASK_SYMBOL
+
+# one layer of width 32 over inputs of 40 positions (3 of them the special tokens')
+SETTINGS = dict(encoder_layers=1, encoder_embed_dim=32, encoder_ffn_embed_dim=64, encoder_attention_heads=4,
+                max_positions=40, num_special_tokens=3)
 
 
-class _Task:
-    def __init__(self, dictionary):
-        self.source_dictionary = self.target_dictionary = dictionary
-
-
-def build(**overrides):
-    dictionary = Dictionary()
-    for i in range(40):
-        dictionary.add_symbol(f"w{i}")
-    dictionary.add_symbol("<mask>")
-    settings = dict(encoder_layers=1, encoder_embed_dim=32, encoder_ffn_embed_dim=64, encoder_attention_heads=4,
-                    max_positions=40, num_special_tokens=3)
-    args = argparse.Namespace(**{**settings, **overrides})
-    ARCH_CONFIG_REGISTRY["cross_thought_tiny"](args)
-    torch.manual_seed(0)
-    return CrossThoughtModel.build_model(args, _Task(dictionary)), dictionary
+def build(**fields):
+    """(model, dictionary): cross_thought_tiny with ``SETTINGS`` and config ``fields`` over 40 words and the mask
+    symbol."""
+    vocabulary = dictionary(MASK_SYMBOL, words=40)
+    return tiny_model("cross_thought_tiny", *as_options(**fields), width=as_options(**SETTINGS),
+                      vocabulary=vocabulary), vocabulary
 
 
 def batch(dictionary, b=2, m=5, length=6):
@@ -241,8 +235,6 @@ def test_a_fine_tuned_pair_classifier_reloads_from_either_layout(pooling):
     """A pair classifier is a task head (``task_heads.pair``); a checkpoint from before 0.3.0 kept it in RoBERTa's
     ``classification_heads``, whose upgrade reads a ``dense`` layer the flattening classifier has not: both layouts
     load, with the saved head's logits."""
-    from tiny_models import tiny_model
-
     def fine_tuned(seed):
         model = tiny_model("cross_thought_tiny", "--pair-pooling", pooling, seed=seed)
         model.register_classification_head("pair", num_classes=3)

@@ -3,8 +3,9 @@ import re
 
 import numpy as np
 import pytest
+import tiny_models
 import torch
-from conftest import PLUGIN_DIR, binarized_training_text, fairseq_train, free_port, run_cli
+from conftest import binarized_training_text, fairseq_train, free_port, run_cli
 from corpus import make_documents, write_wikitext
 from fairseq.data import Dictionary
 
@@ -97,17 +98,17 @@ def test_examples_depend_on_seed_epoch_and_index_only(data):
     assert not all(torch.equal(a[i]["tokens"], b[i]["tokens"]) for i in range(len(a)))
 
 
-def test_embedding_is_the_sum_of_four_tables(data):
-    from fairseq import options
+def _segabert(task, arch, *extra, width=()):
+    """``arch`` (at its own width unless ``width`` narrows it) built by ``task``, in eval mode."""
+    return tiny_models.build(tiny_models.tiny_args(arch, *extra, width=width), task)
 
+
+def test_embedding_is_the_sum_of_four_tables(data):
     from segatron_fairseq.tasks.segabert_mlm import SegaBERTMLMConfig, SegaBERTMLMTask
 
     task = SegaBERTMLMTask.setup_task(SegaBERTMLMConfig(data=str(data / "bin"), tokens_per_sample=64, seed=1))
     for arch, segments in (("segabert_tiny", True), ("segabert_bert_tiny", False)):
-        parser = options.get_training_parser()
-        args = options.parse_args_and_arch(parser, [str(data / "bin"), "--user-dir", str(PLUGIN_DIR), "--task",
-                                                    "segabert_mlm", "--arch", arch, "--tokens-per-sample", "64"])
-        model = task.build_model(args)
+        model = _segabert(task, arch, "--tokens-per-sample", 64)
         encoder = model.encoder
         src = torch.tensor([[0, 5, 6, 7, 2]])
         p, s, t = torch.tensor([[1, 1, 1, 2, 2]]), torch.tensor([[0, 0, 1, 0, 0]]), torch.tensor([[0, 0, 0, 0, 0]])
@@ -126,18 +127,13 @@ def test_token_types_and_layer_norm_eps_in_the_base_sizes(data):
     """BERT's token-type table: on (2 types) in the base sizes, added to the embedding, all type 0 without
     ``token_type``; a checkpoint without the table (0.1.0) loads with a zero one; --layer-norm-eps reaches every
     LayerNorm."""
-    from fairseq import options
-
     from segatron_fairseq.tasks.segabert_mlm import SegaBERTMLMConfig, SegaBERTMLMTask
 
     task = SegaBERTMLMTask.setup_task(SegaBERTMLMConfig(data=str(data / "bin"), tokens_per_sample=64, seed=1))
-    narrow = ["--encoder-layers", "1", "--encoder-embed-dim", "16", "--encoder-ffn-embed-dim", "32",
-              "--encoder-attention-heads", "2"]
+    narrow = tiny_models.as_options(encoder_layers=1, encoder_embed_dim=16, encoder_ffn_embed_dim=32,
+                                    encoder_attention_heads=2)
     for arch in ("segabert_base", "segabert_bert_base"):
-        args = options.parse_args_and_arch(options.get_training_parser(), [
-            str(data / "bin"), "--user-dir", str(PLUGIN_DIR), "--task", "segabert_mlm", "--arch", arch,
-            "--tokens-per-sample", "64", "--layer-norm-eps", "1e-12", *narrow])
-        model = task.build_model(args).eval()
+        model = _segabert(task, arch, "--tokens-per-sample", 64, "--layer-norm-eps", "1e-12", width=narrow)
         encoder = model.encoder
         assert encoder.token_type_embeddings.num_embeddings == 2
         assert {m.eps for m in model.modules() if isinstance(m, torch.nn.LayerNorm)} == {1e-12}
@@ -153,9 +149,7 @@ def test_token_types_and_layer_norm_eps_in_the_base_sizes(data):
         state = {k: v for k, v in model.state_dict().items() if k != "encoder.token_type_embeddings.weight"}
         model.load_state_dict(state)
         assert not encoder.token_type_embeddings.weight.any()
-    tiny = options.parse_args_and_arch(options.get_training_parser(), [
-        str(data / "bin"), "--user-dir", str(PLUGIN_DIR), "--task", "segabert_mlm", "--arch", "segabert_tiny"])
-    assert task.build_model(tiny).encoder.token_type_embeddings is None
+    assert _segabert(task, "segabert_tiny").encoder.token_type_embeddings is None
 
 
 def test_masking_rates_and_determinism(data):
@@ -221,17 +215,12 @@ def test_factorized_embedding_projects_the_tables_to_the_hidden_size(data):
     """--factorized-embed-dim E: word, index and token-type tables E wide, their sum LayerNormed at E, projected to
     H before the first layer; the LM head maps H back to E and decodes with the tied (V, E) word table. Without
     the option the state dict's names and shapes are as before."""
-    from fairseq import options
-
     from segatron_fairseq.tasks.segabert_mlm import SegaBERTMLMConfig, SegaBERTMLMTask
 
     task = SegaBERTMLMTask.setup_task(SegaBERTMLMConfig(data=str(data / "bin"), tokens_per_sample=64, seed=1))
 
     def build(arch, *extra):
-        args = options.parse_args_and_arch(options.get_training_parser(), [
-            str(data / "bin"), "--user-dir", str(PLUGIN_DIR), "--task", "segabert_mlm", "--arch", arch,
-            "--tokens-per-sample", "64", "--num-token-types", "2", *extra])
-        return task.build_model(args).eval()
+        return _segabert(task, arch, "--tokens-per-sample", 64, "--num-token-types", 2, *extra)
 
     for arch in ("segabert_tiny", "segabert_bert_tiny"):
         plain, factorized = build(arch), build(arch, "--factorized-embed-dim", "16")

@@ -5,7 +5,10 @@ import re
 
 import pytest
 import torch
-from conftest import PLUGIN_DIR, fairseq_train
+from conftest import fairseq_train
+from tiny_models import dictionary, tiny_model
+
+from segatron_fairseq.segments import MASK_SYMBOL
 
 ARCHS = ("segabert_electra_tiny", "segabert_bert_electra_tiny")
 # fairseq 0.12.2's TransformerEncoderLayer registers zero copies of its weights for BetterTransformer
@@ -13,34 +16,14 @@ ARCHS = ("segabert_electra_tiny", "segabert_bert_electra_tiny")
 _BETTER_TRANSFORMER_COPY = re.compile(r"\.layers\.\d+\.(in_proj|out_proj|fc1|fc2)_(weight|bias)$")
 
 
-class _PretrainingTask:
-    """What build_model reads of a masked-LM task: the dictionary, a mask symbol, the example length."""
-
-    def __init__(self, dictionary):
-        self.source_dictionary, self.mask_idx = dictionary, len(dictionary) - 1
-
-    def max_positions(self):
-        return 512
-
-
 def _dictionary(size):
-    from fairseq.data import Dictionary
-
-    dictionary = Dictionary()
-    for i in range(size - len(dictionary)):
-        dictionary.add_symbol(f"w{i}")
-    return dictionary
+    """``size`` types: fairseq's four specials, words, the mask symbol last."""
+    return dictionary(MASK_SYMBOL, words=size - 5)
 
 
-def _build(arch, dictionary, *extra):
-    from fairseq import options
-
-    from segatron_fairseq.models.segabert_electra import SegaBERTElectraModel
-
-    args = options.parse_args_and_arch(options.get_training_parser(), [
-        "/unused", "--user-dir", PLUGIN_DIR, "--task", "segabert_mlm", "--arch", arch, "--criterion", "electra",
-        *map(str, extra)])
-    return SegaBERTElectraModel.build_model(args, _PretrainingTask(dictionary))
+def _build(arch, vocabulary, *extra):
+    """``arch`` at its own width, as fairseq-train builds it for segabert_mlm with the electra criterion."""
+    return tiny_model(arch, "--criterion", "electra", *extra, width=(), vocabulary=vocabulary)
 
 
 def _count(module) -> int:

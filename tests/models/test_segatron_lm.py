@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import torch
 from conftest import PLUGIN_DIR, binarized_wikitext, fairseq_train, free_port, run_cli
+from tiny_models import as_options, build, tiny_args
 
 from segatron_fairseq.data import SegmentIndexedDataset, SegmentStreamDataset
 
@@ -57,16 +58,14 @@ def test_stream_rows_cover_every_token_once_in_order(data, batch_size, tgt_len, 
 
 
 def test_counters_continue_across_batches_and_restart_each_epoch(data):
-    from segatron_fairseq.models.segatron_xl import SegatronXLConfig, SegatronXLModel
     from segatron_fairseq.tasks.segatron_lm import SegatronLMConfig, SegatronLMTask
 
     task = SegatronLMTask.setup_task(SegatronLMConfig(data=str(data / "bin"), tgt_len=9, batch_size=2,
                                                       batch_size_valid=2, train_subset="train", seed=1))
     task.load_dataset("valid")
-    model = SegatronXLModel.build_model(SegatronXLConfig(decoder_layers=1, decoder_embed_dim=24,
-                                                         decoder_attention_heads=2, decoder_head_dim=6,
-                                                         decoder_ffn_embed_dim=16, mem_len=9), task)
-    model.eval()
+    width = as_options(decoder_layers=1, decoder_embed_dim=24, decoder_attention_heads=2, decoder_head_dim=6,
+                       decoder_ffn_embed_dim=16)
+    model = build(tiny_args("segatron_xl", *as_options(mem_len=9), width=width), task)
     dataset = task.dataset("valid")
     iterator = task.get_batch_iterator(dataset).next_epoch_itr(shuffle=False)
     seen = {"sentence": [], "paragraph": []}

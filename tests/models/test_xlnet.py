@@ -13,7 +13,7 @@ from segatron_fairseq.data.permutation_lm import (
     permutation_sample,
     sample_targets,
 )
-from segatron_fairseq.models.xlnet import XLNetConfig, XLNetModel
+from segatron_fairseq.models.xlnet import XLNetModel
 
 
 def test_permutation_mask_by_hand():
@@ -197,9 +197,10 @@ def test_task_and_criterion_take_steps_with_segatron_positions(corpus):
                                                   batch_size_valid=None, train_subset="train", seed=1))
     task.load_dataset("valid")
     dataset = task.dataset("valid")
-    cfg = XLNetConfig(encoder_layers=2, encoder_embed_dim=32, encoder_attention_heads=2, encoder_head_dim=16,
-                      encoder_ffn_embed_dim=48, mem_len=12, positions="segatron")
-    model = XLNetModel.build_model(cfg, task)
+    width = tiny_models.as_options(encoder_layers=2, encoder_embed_dim=32, encoder_attention_heads=2,
+                                   encoder_head_dim=16, encoder_ffn_embed_dim=48)
+    args = tiny_models.tiny_args("xlnet", *tiny_models.as_options(mem_len=12, positions="segatron"), width=width)
+    model = tiny_models.build(args, task).train()
     criterion = task.build_criterion(OmegaConf.create({"_name": "xlnet_plm"}))
     assert isinstance(criterion, XLNetPLMCriterion) and task.num_predict == 3
     for k in range(2):

@@ -2,11 +2,12 @@
 paragraph starts read from the layout's indexes, token types as segment ids, and a pre-training checkpoint
 restored into a model whose dictionary has <mask> appended."""
 import pytest
+import tiny_models
 import torch
-from test_cloze_two_tower_finetuning import dictionary
 from test_xlnet import hugging_face_copy, tiny_model
+from tiny_models import as_options, dictionary
 
-from segatron_fairseq.models.xlnet import XLNetConfig, XLNetModel
+from segatron_fairseq.models.xlnet import XLNetModel
 from segatron_fairseq.segments import MASK_SYMBOL
 
 # [CLS] a a a [SEP] b b . b [SEP]: text b (paragraph 1) holds two sentences
@@ -98,11 +99,12 @@ def test_the_classification_head_reads_the_first_token():
     torch.testing.assert_close(logits, head.out_proj(torch.tanh(head.dense(features[:, 0]))), rtol=0, atol=1e-12)
 
 
-def _model(positions="token", *appended, origin="query"):
-    torch.manual_seed(1)
-    cfg = XLNetConfig(encoder_layers=1, encoder_embed_dim=16, encoder_attention_heads=2, encoder_head_dim=8,
-                      encoder_ffn_embed_dim=24, positions=positions, segment_distance_origin=origin)
-    return XLNetModel(cfg, dictionary(*appended))
+def _model(positions="token", *appended, origin="query") -> XLNetModel:
+    """XLNet of one layer of width 16 over ``dictionary(*appended)``."""
+    width = as_options(encoder_layers=1, encoder_embed_dim=16, encoder_attention_heads=2, encoder_head_dim=8,
+                       encoder_ffn_embed_dim=24)
+    return tiny_models.tiny_model("xlnet", *as_options(positions=positions, segment_distance_origin=origin),
+                                  width=width, seed=1, vocabulary=dictionary(*appended))
 
 
 def test_a_pretraining_checkpoint_restores_into_a_finetuning_model():

@@ -1,10 +1,8 @@
 """The adaptive softmax with biases (Transformer-XL's output layer): log-probabilities and the training loss
 against a token-by-token reference of the formula, and the option on the model."""
-import argparse
-
 import pytest
 import torch
-from fairseq.data import Dictionary
+from tiny_models import as_options, dictionary, tiny_model
 
 from segatron_fairseq.modules import BiasedAdaptiveSoftmax
 
@@ -82,20 +80,19 @@ def test_log_probs_and_loss_equal_the_formula(factor, tied):
     torch.testing.assert_close(loss, -expected[torch.arange(5), target].sum(), rtol=0, atol=1e-10)
 
 
-def test_the_model_option():
-    from segatron_fairseq.models.segatron_xl import SegatronXLConfig, SegatronXLModel
+def _segatron_xl(**fields):
+    """A one-layer Segatron-XL over ``VOCAB`` types with the biased adaptive softmax of bands ``CUTOFF``."""
+    width = as_options(decoder_layers=1, decoder_embed_dim=24, decoder_attention_heads=2, decoder_head_dim=12,
+                       decoder_ffn_embed_dim=32)
+    return tiny_model("segatron_xl", *as_options(adaptive_softmax_cutoff="6,13", adaptive_softmax_bias=True, **fields),
+                      width=width, vocabulary=dictionary(words=VOCAB - 4))
 
-    dictionary = Dictionary()
-    for i in range(VOCAB - dictionary.nspecial):
-        dictionary.add_symbol(f"w{i}")
-    task = argparse.Namespace(target_dictionary=dictionary, source_dictionary=dictionary)
-    cfg = SegatronXLConfig(decoder_layers=1, decoder_embed_dim=24, decoder_attention_heads=2, decoder_head_dim=12,
-                           decoder_ffn_embed_dim=32, adaptive_softmax_cutoff="6,13", adaptive_softmax_bias=True)
-    model = SegatronXLModel.build_model(cfg, task)
+
+def test_the_model_option():
+    model = _segatron_xl()
     assert isinstance(model.decoder.adaptive_softmax, BiasedAdaptiveSoftmax)
     assert "decoder.adaptive_softmax.tail.1.2.bias" in model.state_dict()
-    cfg.tie_adaptive_weights, cfg.tie_adaptive_proj, cfg.adaptive_input = True, True, True
-    tied = SegatronXLModel.build_model(cfg, task).decoder
+    tied = _segatron_xl(tie_adaptive_weights=True, tie_adaptive_proj=True, adaptive_input=True).decoder
     band = tied.adaptive_softmax.tail[1]
     assert band[-1].layer.weight is tied.embed_tokens.embeddings[2][0].weight and band[-1].bias.shape == (VOCAB - 13,)
     assert tied.adaptive_softmax.head.layer.word_proj.weight is tied.embed_tokens.embeddings[0][0].weight

@@ -133,19 +133,16 @@ def test_examples_depend_on_seed_epoch_and_index(corpus):
 def test_masked_lm_sop_is_mlm_plus_sop_by_hand(corpus):
     """The criterion's loss / sample size = mean cross-entropy of the masked tokens + mean SOP cross-entropy of the
     [CLS] head, each computed here from the model's own outputs; its logs hold them apart (base 2)."""
-    from fairseq import options
+    from tiny_models import build, tiny_args
 
-    from segatron_fairseq import PLUGIN_DIR
     from segatron_fairseq.criterions.masked_lm_sop import MaskedLMSentenceOrderLoss
     from segatron_fairseq.tasks.segabert_mlm import SegaBERTMLMConfig, SegaBERTMLMTask
 
     task = SegaBERTMLMTask.setup_task(SegaBERTMLMConfig(data=str(corpus), tokens_per_sample=48, seed=1,
                                                         sentence_order_prediction=True))
-    args = options.parse_args_and_arch(options.get_training_parser(), [
-        str(corpus), "--user-dir", PLUGIN_DIR, "--task", "segabert_mlm", "--arch", "segabert_tiny",
-        "--share-encoder-layers", "all", "--factorized-embed-dim", "16", "--num-token-types", "2"])
-    torch.manual_seed(0)
-    model = task.build_model(args).eval()
+    args = tiny_args("segabert_tiny", "--share-encoder-layers", "all", "--factorized-embed-dim", 16,
+                     "--num-token-types", 2, width=())
+    model = build(args, task)
     assert "sentence_order" in model.classification_heads
     task.load_dataset("train")
     dataset = task.dataset("train")

@@ -7,6 +7,7 @@ import pytest
 import torch
 from conftest import fairseq_train, run_cli
 from omegaconf import OmegaConf
+from tiny_models import build, tiny_args
 
 SBO = ["--mask-span", "span", "--span-boundary-objective"]
 
@@ -19,26 +20,13 @@ def _task(corpus, **options):
     return SegaBERTMLMTask.setup_task(cfg)
 
 
-def _model(task, arch):
-    import argparse
-
-    from fairseq.models import ARCH_MODEL_REGISTRY
-
-    import segatron_fairseq  # noqa: F401
-
-    args = argparse.Namespace(arch=arch)
-    ARCH_MODEL_REGISTRY[arch].add_args(argparse.ArgumentParser())
-    torch.manual_seed(0)
-    return task.build_model(args).eval()
-
-
 @pytest.mark.parametrize("arch", ["segabert_tiny", "segabert_bert_tiny"])
 def test_criterion_is_the_masked_lm_plus_the_boundary_loss_by_hand(segabert_corpus, arch):
     """loss / sample size = MLM / m + SBO / (n + 1) (SpanBERT's); the parts logged apart."""
     from segatron_fairseq.criterions.span_boundary_mlm import SpanBoundaryMLMLoss
 
     task = _task(segabert_corpus, mask_span="span", span_boundary_objective=True)
-    model = _model(task, arch)
+    model = build(tiny_args(arch, width=()), task)
     task.load_dataset("valid")
     dataset = task.dataset("valid")
     sample = dataset.collater([dataset[i] for i in range(4)])

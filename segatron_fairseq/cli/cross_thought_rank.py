@@ -263,7 +263,7 @@ def main(args) -> None:
                  overwrite=True)  # read_cache refuses a file that is not its cache
     cache = read_cache(args.embeddings)
     loaded = load_checkpoint(args.path, "cross_thought", args.data, overrides, corpus_option="--data")
-    hub = CrossThoughtHubInterface(loaded.cfg, loaded.task, loaded.model, loaded.corpus)
+    hub = CrossThoughtHubInterface.from_loaded(loaded)
     if torch.cuda.is_available() and not args.cpu:
         hub.cuda()
     passages, passage_ids = read_passages(args.passages) if args.passages else ([], [])

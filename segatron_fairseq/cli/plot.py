@@ -263,7 +263,7 @@ def cli_main(argv=None) -> None:
             text = read_text(args.text)
             loaded = load_checkpoint(os.path.join(args.model_dir, args.checkpoint_file), "segatron_xl",
                                      os.path.abspath(args.data), corpus_option="--data")
-            lm = SegatronXLHubInterface(loaded.cfg, loaded.task, loaded.model)
+            lm = SegatronXLHubInterface.from_loaded(loaded)
             result = lm.attention(text, max_tokens=args.max_tokens)
             if args.layer >= len(result["layers"]):
                 parser.error(f"--layer {args.layer}: the model has {len(result['layers'])} layers")

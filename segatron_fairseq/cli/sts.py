@@ -83,7 +83,7 @@ class SentenceEncoder:
         from segatron_fairseq.hub.segabert import SegaBERTHubInterface
 
         loaded = load_checkpoint(checkpoint, "segabert", os.path.abspath(corpus), corpus_option="--data")
-        hub = SegaBERTHubInterface(loaded.cfg, loaded.task, loaded.model, loaded.corpus)
+        hub = SegaBERTHubInterface.from_loaded(loaded)
         self.model, self.dictionary = hub.model, hub.dictionary
         self.pooling = pooling or getattr(hub.task.cfg, "pooling", None) or "mean"
         self.device = "cuda" if torch.cuda.is_available() and not cpu else "cpu"

@@ -144,6 +144,25 @@ def load_checkpoint(path: str, model: str, corpus: str, overrides: Optional[Dict
     return LoadedCheckpoint(cfg, task, models[0], corpus)
 
 
+class PretrainedHub:
+    """A hub interface's ``from_pretrained`` (what each model's ``from_pretrained`` returns): a checkpoint of the
+    registered model ``MODEL`` loaded by ``load_pretrained``, then ``from_loaded``."""
+
+    MODEL: str
+
+    @classmethod
+    def from_pretrained(cls, model_name_or_path: str, checkpoint_file: Optional[str], data_name_or_path: str,
+                        overrides: Dict):
+        loaded = load_pretrained(cls.MODEL, model_name_or_path, checkpoint_file or DEFAULT_CHECKPOINT,
+                                 data_name_or_path, overrides)
+        return cls.from_loaded(loaded)
+
+    @classmethod
+    def from_loaded(cls, loaded: LoadedCheckpoint):
+        """The interface of a loaded checkpoint (its configuration, task, model and corpus)."""
+        return cls(loaded.cfg, loaded.task, loaded.model, loaded.corpus)
+
+
 def load_pretrained(model: str, model_name_or_path: str, checkpoint_file: str, data_name_or_path: str,
                     overrides: Dict) -> LoadedCheckpoint:
     """What ``from_pretrained`` loads: ``model_name_or_path/checkpoint_file``,

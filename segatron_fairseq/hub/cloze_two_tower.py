@@ -20,19 +20,13 @@ import torch
 from torch import nn
 
 from segatron_fairseq.data.cloze_blocks import block_layout
-from segatron_fairseq.hub.checkpoints import DEFAULT_CHECKPOINT, load_pretrained
+from segatron_fairseq.hub.checkpoints import PretrainedHub
 from segatron_fairseq.segments import TABLE_SIZES
 from segatron_preprocess.text_encoder import TextEncoder
 
 
-class ClozeTwoTowerHubInterface(nn.Module):
-    @classmethod
-    def from_pretrained(cls, model_name_or_path: str, checkpoint_file: Optional[str], data_name_or_path: str,
-                        overrides: Dict) -> "ClozeTwoTowerHubInterface":
-        """The model's ``from_pretrained``: ``hub.checkpoints.load_pretrained`` of a cloze_two_tower checkpoint."""
-        loaded = load_pretrained("cloze_two_tower", model_name_or_path, checkpoint_file or DEFAULT_CHECKPOINT,
-                                 data_name_or_path, overrides)
-        return cls(loaded.cfg, loaded.task, loaded.model, loaded.corpus)
+class ClozeTwoTowerHubInterface(PretrainedHub, nn.Module):
+    MODEL = "cloze_two_tower"
 
     def __init__(self, cfg, task, model, corpus: str):
         super().__init__()

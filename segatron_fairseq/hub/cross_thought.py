@@ -11,23 +11,17 @@ else its dictionary's words; ``data_name_or_path`` is that corpus), each text
 is one short sequence cut to ``max_length`` tokens, and the model runs in
 evaluation mode (words at positions N.., as the fine-tuning tasks encode them).
 """
-from typing import Dict, List, Optional, Sequence
+from typing import List, Optional, Sequence
 
 import torch
 from torch import nn
 
 from segatron_fairseq.data.text_encoder import text_encoder
-from segatron_fairseq.hub.checkpoints import DEFAULT_CHECKPOINT, load_pretrained
+from segatron_fairseq.hub.checkpoints import PretrainedHub
 
 
-class CrossThoughtHubInterface(nn.Module):
-    @classmethod
-    def from_pretrained(cls, model_name_or_path: str, checkpoint_file: Optional[str], data_name_or_path: str,
-                        overrides: Dict) -> "CrossThoughtHubInterface":
-        """The model's ``from_pretrained``: ``hub.checkpoints.load_pretrained`` of a cross_thought checkpoint."""
-        loaded = load_pretrained("cross_thought", model_name_or_path, checkpoint_file or DEFAULT_CHECKPOINT,
-                                 data_name_or_path, overrides)
-        return cls(loaded.cfg, loaded.task, loaded.model, loaded.corpus)
+class CrossThoughtHubInterface(PretrainedHub, nn.Module):
+    MODEL = "cross_thought"
 
     def __init__(self, cfg, task, model, corpus: str):
         super().__init__()

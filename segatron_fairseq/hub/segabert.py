@@ -22,19 +22,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from segatron_fairseq.hub.checkpoints import DEFAULT_CHECKPOINT, load_pretrained
+from segatron_fairseq.hub.checkpoints import PretrainedHub
 from segatron_fairseq.segments import MASK_SYMBOL, TABLE_SIZES, layout_of_paragraphs, layout_of_run
 from segatron_preprocess.text_encoder import TextEncoder
 
 
-class SegaBERTHubInterface(nn.Module):
-    @classmethod
-    def from_pretrained(cls, model_name_or_path: str, checkpoint_file: Optional[str], data_name_or_path: str,
-                        overrides: Dict) -> "SegaBERTHubInterface":
-        """The model's ``from_pretrained``: ``hub.checkpoints.load_pretrained`` of a segabert checkpoint."""
-        loaded = load_pretrained("segabert", model_name_or_path, checkpoint_file or DEFAULT_CHECKPOINT,
-                                 data_name_or_path, overrides)
-        return cls(loaded.cfg, loaded.task, loaded.model, loaded.corpus)
+class SegaBERTHubInterface(PretrainedHub, nn.Module):
+    MODEL = "segabert"
 
     def __init__(self, cfg, task, model, corpus: str):
         super().__init__()

@@ -26,17 +26,16 @@ from torch import nn
 
 from segatron_fairseq.evaluation.token_losses import stream_inputs, stream_losses
 from segatron_fairseq.generation.sampling import sample_tokens
-from segatron_fairseq.hub.checkpoints import DEFAULT_CHECKPOINT, load_pretrained
+from segatron_fairseq.hub.checkpoints import LoadedCheckpoint, PretrainedHub
 from segatron_preprocess.text_encoder import EncodedText, TextEncoder
 
 
-class SegatronXLHubInterface(nn.Module):
+class SegatronXLHubInterface(PretrainedHub, nn.Module):
+    MODEL = "segatron_xl"
+
     @classmethod
-    def from_pretrained(cls, model_name_or_path: str, checkpoint_file: Optional[str], data_name_or_path: str,
-                        overrides: Dict) -> "SegatronXLHubInterface":
-        """The model's ``from_pretrained``: ``hub.checkpoints.load_pretrained`` of a segatron_xl checkpoint."""
-        loaded = load_pretrained("segatron_xl", model_name_or_path, checkpoint_file or DEFAULT_CHECKPOINT,
-                                 data_name_or_path, overrides)
+    def from_loaded(cls, loaded: LoadedCheckpoint) -> "SegatronXLHubInterface":
+        """The interface of a loaded checkpoint (the corpus is the task's data)."""
         return cls(loaded.cfg, loaded.task, loaded.model)
 
     def __init__(self, cfg, task, model):

@@ -303,9 +303,9 @@ class CrossThoughtModel(EncoderInterface, RobertaModel):
         checkpoint from before 0.3.0 kept the pair classifiers in
         ``classification_heads``: they move to ``task_heads`` first."""
         prefix = name + "." if name else ""
-        saved = {key[len(prefix + "classification_heads."):].split(".")[0] for key in state_dict
-                 if key.startswith(prefix + "classification_heads.")}
-        TaskHeads.move_heads(state_dict, prefix + "classification_heads.", prefix + "task_heads.", saved)
+        roberta_heads = prefix + "classification_heads."
+        TaskHeads.move_heads(state_dict, roberta_heads, prefix + "task_heads.",
+                             TaskHeads.saved_names(state_dict, roberta_heads))
         super().upgrade_state_dict_named(state_dict, name)
         self.task_heads.restore(state_dict, prefix + "task_heads.")
 

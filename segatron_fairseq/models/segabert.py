@@ -212,9 +212,9 @@ class SegaBERTModel(EncoderInterface, RobertaModel):
         they move to ``task_heads`` first."""
         prefix = name + "." if name else ""
         roberta_heads = prefix + "classification_heads."
-        saved = {key[len(roberta_heads):].split(".")[0] for key in state_dict if key.startswith(roberta_heads)}
         TaskHeads.move_heads(state_dict, roberta_heads, prefix + "task_heads.",
-                             [head for head in saved if roberta_heads + head + ".dense.weight" not in state_dict])
+                             [head for head in TaskHeads.saved_names(state_dict, roberta_heads)
+                              if roberta_heads + head + ".dense.weight" not in state_dict])
         super().upgrade_state_dict_named(state_dict, name)
         self.task_heads.restore(state_dict, prefix + "task_heads.")
 

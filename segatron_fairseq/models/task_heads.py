@@ -12,7 +12,7 @@ left out with a warning. ``move_heads`` renames a head's keys saved under
 another prefix (SegaBERT's before 0.3.0: RoBERTa's ``classification_heads``).
 """
 import logging
-from typing import Dict, Iterable
+from typing import Dict, Iterable, List
 
 import torch
 from torch import nn
@@ -30,6 +30,11 @@ class TaskHeads(nn.ModuleDict):
                 del state_dict[key]
         for key, value in ours.items():
             state_dict.setdefault(key, value)
+
+    @staticmethod
+    def saved_names(state_dict: Dict[str, torch.Tensor], prefix: str) -> List[str]:
+        """The names of the heads ``state_dict`` holds under ``prefix`` (keys ``prefix + name + "."...``)."""
+        return sorted({key[len(prefix):].split(".")[0] for key in state_dict if key.startswith(prefix)})
 
     @staticmethod
     def move_heads(state_dict: Dict[str, torch.Tensor], source: str, target: str, names: Iterable[str]) -> None:
